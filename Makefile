@@ -1,0 +1,40 @@
+# Telha clarify — the two commands that matter: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed-stamp
+HOST ?= 127.0.0.1
+PORT ?= 8000
+
+.PHONY: run test lint bench venv demo clean
+
+venv: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --disable-pip-version-check -q -r requirements.txt
+	$(BIN)/pip install --disable-pip-version-check -q --no-deps --no-build-isolation -e .
+	touch $(STAMP)
+
+## The product on embedded SQLite with the demo workspace (Ctrl-C stops everything).
+run: venv
+	mkdir -p var
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py migrate --noinput
+	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py demo_setup
+	DEBUG=$${DEBUG:-1} HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py serve_all --host $(HOST) --port $(PORT)
+
+## The whole test suite (honours DATABASE_URL; .ci/run points it at PostgreSQL).
+test: venv
+	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy .
+
+## Benchmarks (not part of `make test`); needs PostgreSQL at 127.0.0.1:5432.
+bench: venv
+	$(BIN)/python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) var/*.sqlite3*

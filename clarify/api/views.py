@@ -1,0 +1,162 @@
+"""Clarification endpoints (CONTRACT §3.2): thin views over selectors and one service."""
+
+import uuid
+from typing import Any
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.pagination import CursorPagination
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from telha.common.errors import InvalidInput, NotFound
+from telha.tenancy.auth import Caller
+from telha.tenancy.models import Audience
+
+from ..models import Clarification, Severity, State
+from ..selectors import readable_clarifications
+from ..services import AnswerCaller, AnswerInput, clarification_answer
+from .serializers import (
+    AnswerInSerializer,
+    AnswerOutSerializer,
+    ClarificationSerializer,
+    ClarificationSummarySerializer,
+    DeliveryViewSerializer,
+    delivery_view,
+)
+
+ANSWER_FIELDS = {
+    "answerIndex",
+    "answerCustom",
+    "stewardOverride",
+    "channel",
+    "messageRef",
+    "responder",
+    "rights",
+}
+
+
+class ClarificationCursor(CursorPagination):
+    ordering = ("-created_at", "-id")
+    page_size = 50
+    max_page_size = 200
+    page_size_query_param = "limit"
+
+    def encode_cursor(self, cursor):  # type: ignore[no-untyped-def]
+        url = super().encode_cursor(cursor)
+        from urllib.parse import parse_qs, urlparse
+
+        return parse_qs(urlparse(url).query).get(self.cursor_query_param, [None])[0]
+
+    def get_paginated_response(self, data: Any) -> Response:
+        return Response({"results": data, "next": self.get_next_link()})
+
+    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "type": "object",
+            "required": ["results", "next"],
+            "properties": {"results": schema, "next": {"type": "string", "nullable": True}},
+        }
+
+
+class ClarificationListView(APIView):
+    pagination_class = ClarificationCursor
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("state", str, enum=State.values),
+            OpenApiParameter("severity", str, enum=Severity.values),
+            OpenApiParameter("cursor", str),
+            OpenApiParameter("limit", int),
+        ],
+        responses={200: ClarificationSummarySerializer(many=True)},
+        tags=["clarifications"],
+    )
+    def get(self, request: Request) -> Response:
+        """Clarifications the caller may read, newest first, cursor-paginated."""
+        qs = readable_clarifications(request.user)  # type: ignore[arg-type]
+        state, severity = request.query_params.get("state"), request.query_params.get("severity")
+        if state:
+            if state not in State.values:
+                raise InvalidInput(f"state must be one of {', '.join(State.values)}.")
+            qs = qs.filter(state=state)
+        if severity:
+            if severity not in Severity.values:
+                raise InvalidInput(f"severity must be one of {', '.join(Severity.values)}.")
+            qs = qs.filter(severity=severity)
+        paginator = self.pagination_class()
+        page = paginator.paginate_queryset(qs, request, view=self)
+        data = ClarificationSummarySerializer(page, many=True).data
+        return paginator.get_paginated_response(data)
+
+
+def _get_readable(request: Request, clarification_id: str) -> Clarification:
+    try:
+        pk = uuid.UUID(str(clarification_id))
+    except ValueError as exc:
+        raise NotFound("No such clarification.") from exc
+    clar = (
+        readable_clarifications(request.user)  # type: ignore[arg-type]
+        .select_related("source_version__source")
+        .filter(pk=pk)
+        .first()
+    )
+    if clar is None:
+        raise NotFound("No such clarification.")
+    return clar
+
+
+class ClarificationDetailView(APIView):
+    @extend_schema(responses={200: DeliveryViewSerializer}, tags=["clarifications"])
+    def get(self, request: Request, clarification_id: str) -> Response:
+        """One clarification; the `clarify` audience also gets the delivery view."""
+        clar = _get_readable(request, clarification_id)
+        data = dict(ClarificationSerializer(clar).data)
+        if request.user.audience == Audience.CLARIFY:  # type: ignore[union-attr]
+            data.update(delivery_view(clar))
+        return Response(data)
+
+
+def answer_caller_for(caller: Caller) -> AnswerCaller:
+    return AnswerCaller(
+        tenant=caller.tenant,
+        clarify_service=caller.audience == Audience.CLARIFY,
+        person_id=caller.person.pk if caller.person is not None else None,
+        rights=caller.rights,
+    )
+
+
+def answer_input_from(body: Any) -> AnswerInput:
+    if not isinstance(body, dict):
+        body = {"_invalid": True}
+    override = body.get("stewardOverride", False)
+    channel, message_ref = body.get("channel"), body.get("messageRef")
+    return AnswerInput(
+        answer_index=body.get("answerIndex"),
+        answer_custom=body.get("answerCustom"),
+        steward_override=override if isinstance(override, bool) else None,  # type: ignore[arg-type]
+        channel=channel if isinstance(channel, str) else None,
+        message_ref=message_ref[:500] if isinstance(message_ref, str) else None,
+        responder=body.get("responder"),
+        rights=body.get("rights"),
+        unknown=sorted(str(k) for k in body if k not in ANSWER_FIELDS),
+    )
+
+
+class ClarificationAnswerView(APIView):
+    @extend_schema(
+        request=AnswerInSerializer,
+        responses={200: AnswerOutSerializer, 202: AnswerOutSerializer},
+        tags=["clarifications"],
+    )
+    def post(self, request: Request, clarification_id: str) -> Response:
+        """Answer a clarification (the outcome matrix of CONTRACT §3.2)."""
+        caller: Caller = request.user  # type: ignore[assignment]
+        readable = None if caller.sees_whole_tenant else readable_clarifications(caller)
+        result = clarification_answer(
+            caller=answer_caller_for(caller),
+            clarification_id=clarification_id,
+            answer=answer_input_from(request.data),
+            readable=readable,
+        )
+        return Response(result.body, status=result.status)

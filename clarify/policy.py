@@ -1,0 +1,91 @@
+"""Severity and quorum policy (spec §3.7–§3.8, §5, §8; architecture page).
+
+Environment values (settings.CLARIFY) are the defaults; a tenant's `ClarifyPolicy` row
+overrides them field by field. The quorum policy is pinned on each clarification when it
+is opened and never recomputed.
+"""
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+
+from telha.tenancy.models import Rights, Tenant
+
+from .models import ClarifyPolicy, Kind, QuorumState, Severity
+
+
+@dataclass(frozen=True)
+class EffectivePolicy:
+    """The clarify policy in force for a tenant right now."""
+
+    severity_elevate: dict[str, str] = field(default_factory=dict)
+    quorum_enabled: bool = True
+    critical_required_confirmations: int = 2
+    required_roles: list[str] = field(default_factory=lambda: [Rights.EDITOR.value])
+    allow_steward_override: bool = True
+
+
+def _validated_elevations(raw: dict[str, Any]) -> dict[str, str]:
+    out: dict[str, str] = {}
+    for kind, severity in raw.items():
+        if kind in Kind.values and severity in Severity.values:
+            out[kind] = severity
+    return out
+
+
+def policy_for(tenant: Tenant) -> EffectivePolicy:
+    """The environment defaults overlaid with the tenant's overrides (one query)."""
+    conf = settings.CLARIFY
+    row = ClarifyPolicy.objects.filter(tenant=tenant).first()
+
+    def pick(value: Any, default: Any) -> Any:
+        return default if value is None else value
+
+    roles = pick(row.required_roles if row else None, conf["QUORUM_REQUIRED_ROLES"])
+    return EffectivePolicy(
+        severity_elevate=_validated_elevations(
+            pick(row.severity_elevate if row else None, conf["SEVERITY_ELEVATE"])
+        ),
+        quorum_enabled=bool(pick(row.quorum_enabled if row else None, conf["QUORUM_ENABLED"])),
+        critical_required_confirmations=int(
+            pick(
+                row.critical_required_confirmations if row else None,
+                conf["QUORUM_CRITICAL_REQUIRED_CONFIRMATIONS"],
+            )
+        ),
+        required_roles=[r for r in roles if r in Rights.values] or [Rights.EDITOR.value],
+        allow_steward_override=bool(
+            pick(
+                row.allow_steward_override if row else None, conf["QUORUM_ALLOW_STEWARD_OVERRIDE"]
+            )
+        ),
+    )
+
+
+def severity_for(policy: EffectivePolicy, kind: str, hint: str | None) -> str:
+    """The worker's hint (default normal), raised — never lowered — by the tenant's
+    kind elevation."""
+    hinted = hint or Severity.NORMAL
+    elevated = policy.severity_elevate.get(kind, Severity.LOW)
+    return max(hinted, elevated, key=Severity.rank)
+
+
+def quorum_for(policy: EffectivePolicy, severity: str) -> tuple[dict[str, Any], str]:
+    """The pinned quorum policy and initial quorum state for a new clarification. Only
+    critical severity with quorum enabled asks for more than one confirmation."""
+    required = 1
+    if severity == Severity.CRITICAL and policy.quorum_enabled:
+        required = max(1, policy.critical_required_confirmations)
+    pinned = {
+        "requiredConfirmations": required,
+        "requiredRoles": list(policy.required_roles),
+        "allowStewardOverride": policy.allow_steward_override,
+    }
+    state = QuorumState.PENDING if required > 1 else QuorumState.NOT_REQUIRED
+    return pinned, state
+
+
+def job_priority(severity: str) -> int:
+    """Queue priority of a clarification's routing job: critical 0, high 1, else 2."""
+    return {Severity.CRITICAL: 0, Severity.HIGH: 1}.get(severity, 2)

@@ -1,0 +1,546 @@
+"""Writes of the clarify loop: opening, answering (the outcome matrix), binding, audit.
+
+Every state change runs in one transaction under a row lock on the clarification, appends
+its audit events, and schedules side effects with `transaction.on_commit`.
+"""
+
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+
+from telha.common.errors import NotFound
+from telha.common.times import TimeParseError, now_us, parse_us
+from telha.graph.models import EvidenceClass, Node, NodeVersion, SourceVersion
+from telha.graph.services import node_version_write
+from telha.jobs.models import Job, JobStatus
+from telha.jobs.services import job_enqueue
+from telha.tenancy.models import Person, Rights, Tenant
+
+from .errors import (
+    AlreadyAnswered,
+    ResponderAssertionForbidden,
+    ResponderNotAuthorised,
+    StewardOverrideForbidden,
+    UnparseableAnswer,
+)
+from .models import (
+    AuditEvent,
+    BindingStatus,
+    Clarification,
+    ClarificationBinding,
+    QuorumState,
+    ResponseRecord,
+    Severity,
+    State,
+)
+from .planning import PlannedAmbiguity
+from .policy import EffectivePolicy, job_priority, quorum_for, severity_for
+from .ranking import rank_candidates
+
+CLARIFY_JOB_KIND = "clarify:temporal"
+EMBED_JOB_KIND = "embed:reindex"
+EMBED_TEXT_MAX_BYTES = 8192
+TERMINAL_STATES = {State.ANSWERED}
+BINDING_CAPABLE = {BindingStatus.BINDING_CANDIDATE, BindingStatus.CONFLICTING}
+
+
+def audit_event_append(
+    *,
+    tenant: Tenant,
+    type: str,
+    clarification: Clarification | None = None,
+    detail: dict[str, Any] | None = None,
+    at: int | None = None,
+) -> AuditEvent:
+    """Append one audit event (never updated or deleted, except GDPR scrubbing)."""
+    return AuditEvent.objects.create(
+        tenant=tenant,
+        clarification=clarification,
+        at=at if at is not None else now_us(),
+        type=type,
+        detail=detail or {},
+    )
+
+
+def clarification_open(
+    *,
+    tenant: Tenant,
+    clarification_id: uuid.UUID,
+    target: Node,
+    planned: PlannedAmbiguity,
+    source_version: SourceVersion,
+    dedup_key: str,
+    extraction_confidence: float,
+    policy: EffectivePolicy,
+) -> Clarification:
+    """Open a clarification for a planned ambiguity (inside the submission's transaction):
+    severity from policy, quorum policy pinned, the ranking from the graph, an `opened`
+    event, and — above `low` — its `clarify:temporal` routing job."""
+    severity = severity_for(policy, planned.kind, planned.severity_hint)
+    quorum_policy, quorum_state = quorum_for(policy, severity)
+    ranking = rank_candidates(target=target, max_candidates=settings.CLARIFY["MAX_CANDIDATES"])
+    clarification = Clarification.objects.create(
+        id=clarification_id,
+        tenant=tenant,
+        target=target,
+        kind=planned.kind,
+        severity=severity,
+        state=State.OPEN,
+        candidates=planned.candidates,
+        asked=[str(p) for p in ranking],
+        quorum_policy=quorum_policy,
+        quorum_state=quorum_state,
+        detector_confidence=planned.detector_confidence,
+        applied_candidate_confidence=planned.applied_candidate_confidence,
+        extraction_confidence=extraction_confidence,
+        source_version=source_version,
+        span_start=planned.span[0] if planned.span else None,
+        span_end=planned.span[1] if planned.span else None,
+        dedup_key=dedup_key,
+    )
+    audit_event_append(
+        tenant=tenant,
+        clarification=clarification,
+        type="opened",
+        detail={
+            "severity": severity,
+            "severityHint": planned.severity_hint,
+            "ranking": clarification.asked,
+            "quorumPolicy": quorum_policy,
+        },
+    )
+    if severity != Severity.LOW:
+        job = job_enqueue(
+            tenant=tenant,
+            kind=CLARIFY_JOB_KIND,
+            payload={"v": 1, "clarificationId": str(clarification.pk), "ranking": clarification.asked},
+            priority=job_priority(severity),
+            max_attempts=len(ranking) + 1,
+            subject=str(clarification.pk),
+        )
+        transaction.on_commit(lambda: _kick_jobs(job.kind))
+    return clarification
+
+
+def _kick_jobs(kind: str) -> None:
+    """Wake the job cluster after commit (a no-op until the dispatcher is installed)."""
+    from telha.jobs import dispatch
+
+    dispatch.kick(kind)
+
+
+# ---------------------------------------------------------------------------------------
+# Answering
+
+
+@dataclass(frozen=True)
+class AnswerCaller:
+    """Who answers. A `clarify` service asserts a verified responder and their rights; any
+    other caller answers only as the person bound to its credential."""
+
+    tenant: Tenant
+    clarify_service: bool
+    person_id: uuid.UUID | None = None
+    rights: str | None = None
+
+
+@dataclass(frozen=True)
+class AnswerInput:
+    answer_index: Any = None
+    answer_custom: Any = None
+    steward_override: bool | None = False
+    channel: str | None = None
+    message_ref: str | None = None
+    responder: Any = None
+    rights: Any = None
+    unknown: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class AnswerResult:
+    status: int
+    body: dict[str, Any]
+    replayed: bool = False
+    response_id: uuid.UUID | None = None
+
+
+def _resolve_responder(caller: AnswerCaller, answer: AnswerInput) -> tuple[Person, str]:
+    """Trust resolution before anything is read about the clarification (spec §6):
+    a forged assertion leaves no trace."""
+    if not caller.clarify_service:
+        if answer.rights is not None:
+            raise ResponderAssertionForbidden("Only the clarify service may assert rights.")
+        if answer.responder is not None and str(answer.responder) != str(caller.person_id):
+            raise ResponderAssertionForbidden()
+        if caller.person_id is None or caller.rights is None:
+            raise ResponderNotAuthorised()
+        person_id, rights = caller.person_id, caller.rights
+    else:
+        if answer.responder is None or answer.rights not in Rights.values:
+            raise ResponderNotAuthorised(
+                "The clarify service must send the verified responder and their rights."
+            )
+        try:
+            person_id = uuid.UUID(str(answer.responder))
+        except ValueError as exc:
+            raise ResponderNotAuthorised("responder is not a person id.") from exc
+        rights = answer.rights
+    person = Person.objects.filter(
+        pk=person_id, tenant=caller.tenant, erased_at__isnull=True
+    ).first()
+    if person is None:
+        raise ResponderNotAuthorised("The responder is not a person of this tenant.")
+    return person, rights
+
+
+def normalise_answer(
+    clarification: Clarification, answer: AnswerInput
+) -> tuple[int | None, int | None]:
+    """The answer as a structured interval, or `UnparseableAnswer` (422, nothing written)."""
+    if answer.unknown:
+        raise UnparseableAnswer(f"Unknown field(s): {', '.join(answer.unknown[:5])}.")
+    if answer.steward_override is None:
+        raise UnparseableAnswer("stewardOverride must be true or false.")
+    has_index = answer.answer_index is not None
+    has_custom = answer.answer_custom is not None
+    if has_index == has_custom:
+        raise UnparseableAnswer("Send exactly one of answerIndex or answerCustom.")
+    if has_index:
+        index = answer.answer_index
+        if isinstance(index, bool) or not isinstance(index, int):
+            raise UnparseableAnswer("answerIndex must be an integer.")
+        if not 0 <= index < len(clarification.candidates):
+            raise UnparseableAnswer(f"answerIndex {index} is not a candidate.")
+        cand = clarification.candidates[index]
+        return cand.get("validFrom"), cand.get("validTo")
+    custom = answer.answer_custom
+    if not isinstance(custom, dict) or set(custom) - {"validFrom", "validTo", "sourceText"}:
+        raise UnparseableAnswer("answerCustom is {validFrom, validTo, sourceText}.")
+    source_text = custom.get("sourceText")
+    if source_text is not None and (not isinstance(source_text, str) or len(source_text) > 2000):
+        raise UnparseableAnswer("sourceText must be a string of at most 2000 characters.")
+    try:
+        vf = parse_us(custom["validFrom"]) if custom.get("validFrom") is not None else None
+        vt = parse_us(custom["validTo"]) if custom.get("validTo") is not None else None
+    except TimeParseError as exc:
+        raise UnparseableAnswer(f"answerCustom: {exc}") from exc
+    if vf is None and vt is None:
+        raise UnparseableAnswer("answerCustom needs validFrom or validTo.")
+    if vf is not None and vt is not None and vf >= vt:
+        raise UnparseableAnswer("validFrom must be before validTo.")
+    return vf, vt
+
+
+def _outcome_body(outcome: str, **fields: Any) -> dict[str, Any]:
+    return {"outcome": outcome, **fields}
+
+
+@transaction.atomic
+def clarification_answer(
+    *, caller: AnswerCaller, clarification_id: Any, answer: AnswerInput, readable: Any = None
+) -> AnswerResult:
+    """The answer endpoint's outcome matrix (CONTRACT §3.2), in the architecture page's
+    order: trust → normalise → idempotent replay → post-binding → steward override →
+    attestation → active set (conflict / partial confirmation / bound).
+
+    `readable` optionally restricts which clarifications the caller may see (a queryset);
+    others are 404 like a missing one."""
+    person, rights = _resolve_responder(caller, answer)
+    clarifications = Clarification.objects.filter(tenant=caller.tenant)
+    if readable is not None:
+        clarifications = clarifications.filter(pk__in=readable.values("pk"))
+    try:
+        clar = clarifications.select_for_update().get(pk=clarification_id)
+    except (Clarification.DoesNotExist, ValueError, TypeError) as exc:
+        raise NotFound("No such clarification.") from exc
+    interval = normalise_answer(clar, answer)
+    override = bool(answer.steward_override)
+    responses = list(clar.responses.order_by("seq"))
+    mine = [r for r in responses if r.responder == person.pk]
+    if mine and mine[-1].interval == interval and _was_override(mine[-1]) == override:
+        prior = mine[-1]
+        return AnswerResult(prior.outcome_status, prior.outcome, replayed=True, response_id=prior.pk)
+
+    if override and not (
+        rights == Rights.STEWARD
+        and (clar.state == State.CONFLICTED or clar.quorum_policy.get("allowStewardOverride"))
+    ):
+        raise StewardOverrideForbidden()
+
+    now = now_us()
+    record_fields = {
+        "responder": person.pk,
+        "rights_at_answer_time": rights,
+        "answer_index": answer.answer_index,
+        "answer_custom": _custom_stored(answer.answer_custom, interval),
+        "interval_from": interval[0],
+        "interval_to": interval[1],
+        "channel": (answer.channel or ("clarify" if caller.clarify_service else "api"))[:20],
+        "message_ref": (answer.message_ref or None),
+        "response_tx": now,
+    }
+
+    if clar.state == State.ANSWERED:
+        binding = clar.binding
+        bound = NodeVersion.objects.get(pk=binding.node_version_id)
+        if (bound.valid_from, bound.valid_to) == interval:
+            raise AlreadyAnswered()
+        body = _outcome_body("conflict", state=State.ANSWERED.value, postBinding=True)
+        record = _record(clar, responses, BindingStatus.CONFLICTING, 202, body, record_fields)
+        _event(clar, "post_binding_conflict", record, now)
+        _event(clar, "steward_notified", record, now, reason="post_binding_conflict")
+        return AnswerResult(202, body, response_id=record.pk)
+
+    if override:
+        record = _record(clar, responses, BindingStatus.STEWARD_OVERRIDE, 200, {}, record_fields)
+        _event(clar, "steward_override", record, now)
+        if clar.quorum_state != QuorumState.NOT_REQUIRED:
+            _quorum(clar, QuorumState.SATISFIED, now)
+        version = bind(
+            clar,
+            interval=interval,
+            evidence_class=EvidenceClass.STEWARD_OVERRIDE,
+            responses=[record.pk],
+        )
+        body = _bound_body(version)
+        _finish(record, BindingStatus.STEWARD_OVERRIDE, 200, body)
+        return AnswerResult(200, body, response_id=record.pk)
+
+    if not Rights.at_least(rights, clar.minimum_role):
+        if clar.state in (State.OPEN, State.EXPIRED, State.DEAD_LETTERED):
+            _transition(clar, State.ATTESTED, now)
+        body = _outcome_body("attestation", state=clar.state)
+        record = _record(clar, responses, BindingStatus.ATTESTATION, 202, body, record_fields)
+        _event(clar, "attestation_recorded", record, now)
+        _save(clar)
+        return AnswerResult(202, body, response_id=record.pk)
+
+    # Binding-capable: append, then evaluate the active set including it.
+    record = _record(clar, responses, BindingStatus.BINDING_CANDIDATE, 200, {}, record_fields)
+    active = _active_set([*responses, record], clar.minimum_role)
+    intervals = {r.interval for r in active.values()}
+    if clar.state == State.CONFLICTED or len(intervals) > 1:
+        body = _outcome_body("conflict", state=State.CONFLICTED.value, postBinding=False)
+        status = BindingStatus.CONFLICTING if len(intervals) > 1 else BindingStatus.BINDING_CANDIDATE
+        _finish(record, status, 202, body)
+        _event(clar, "response_recorded", record, now)
+        if clar.state != State.CONFLICTED:
+            _quorum(clar, QuorumState.CONFLICTED, now)
+            _transition(clar, State.CONFLICTED, now)
+            _event(clar, "conflict_entered", record, now, intervals=sorted(map(str, intervals)))
+            clarification_jobs_finish(clar)
+        _event(clar, "steward_notified", record, now, reason="conflict")
+        _save(clar)
+        return AnswerResult(202, body, response_id=record.pk)
+
+    required = clar.required_confirmations
+    if len(active) < required:
+        body = _outcome_body(
+            "partial_confirmation",
+            state=State.PARTIALLY_CONFIRMED.value,
+            quorumRemaining=required - len(active),
+        )
+        _finish(record, BindingStatus.BINDING_CANDIDATE, 202, body)
+        _event(clar, "response_recorded", record, now)
+        _quorum(clar, QuorumState.PENDING, now)
+        _transition(clar, State.PARTIALLY_CONFIRMED, now)
+        _save(clar)
+        return AnswerResult(202, body, response_id=record.pk)
+
+    _event(clar, "response_recorded", record, now)
+    counting = [r.pk for r in active.values()]
+    ResponseRecord.objects.filter(pk__in=counting).update(binding_status=BindingStatus.BOUND)
+    evidence = (
+        EvidenceClass.QUORUM_CONFIRMATION if required > 1 else EvidenceClass.HUMAN_CLARIFICATION
+    )
+    if clar.quorum_state != QuorumState.NOT_REQUIRED:
+        _quorum(clar, QuorumState.SATISFIED, now)
+    version = bind(clar, interval=interval, evidence_class=evidence, responses=counting)
+    body = _bound_body(version)
+    _finish(record, BindingStatus.BOUND, 200, body)
+    return AnswerResult(200, body, response_id=record.pk)
+
+
+def _finish(record: ResponseRecord, status: str, outcome_status: int, body: dict[str, Any]) -> None:
+    """Complete the record just appended in this transaction with its outcome."""
+    ResponseRecord.objects.filter(pk=record.pk).update(
+        binding_status=status, outcome_status=outcome_status, outcome=body
+    )
+    record.binding_status, record.outcome_status, record.outcome = status, outcome_status, body
+
+
+def _was_override(record: ResponseRecord) -> bool:
+    return record.binding_status == BindingStatus.STEWARD_OVERRIDE
+
+
+def _custom_stored(custom: Any, interval: tuple[int | None, int | None]) -> dict[str, Any] | None:
+    if custom is None:
+        return None
+    return {"validFrom": interval[0], "validTo": interval[1], "sourceText": custom.get("sourceText")}
+
+
+def _bound_body(version: NodeVersion) -> dict[str, Any]:
+    return _outcome_body(
+        "bound", state=State.ANSWERED.value, factVersionTx=version.tx_from, quorumSatisfied=True
+    )
+
+
+def _active_set(responses: list[ResponseRecord], minimum_role: str) -> dict[Any, ResponseRecord]:
+    """Each responder's latest binding-capable response at or above the minimum role."""
+    active: dict[Any, ResponseRecord] = {}
+    for r in responses:
+        if r.binding_status in (BindingStatus.ATTESTATION, BindingStatus.STEWARD_OVERRIDE):
+            continue
+        if not Rights.at_least(r.rights_at_answer_time, minimum_role):
+            continue
+        active[r.responder] = r
+    return active
+
+
+def _record(
+    clar: Clarification,
+    responses: list[ResponseRecord],
+    status: str,
+    outcome_status: int,
+    outcome: dict[str, Any],
+    fields: dict[str, Any],
+) -> ResponseRecord:
+    seq = (responses[-1].seq + 1) if responses else 1
+    return ResponseRecord.objects.create(
+        clarification=clar,
+        seq=seq,
+        binding_status=status,
+        outcome_status=outcome_status,
+        outcome=outcome,
+        **fields,
+    )
+
+
+def _event(
+    clar: Clarification, type: str, record: ResponseRecord, at: int, **extra: Any
+) -> None:
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type=type,
+        at=at,
+        detail={
+            "responseId": str(record.pk),
+            "responder": str(record.responder),
+            "rights": record.rights_at_answer_time,
+            "channel": record.channel,
+            "bindingStatus": record.binding_status,
+            **extra,
+        },
+    )
+
+
+def _transition(clar: Clarification, state: str, at: int) -> None:
+    if clar.state != state:
+        audit_event_append(
+            tenant=clar.tenant,
+            clarification=clar,
+            type="state_changed",
+            at=at,
+            detail={"from": clar.state, "to": state},
+        )
+        clar.state = state
+
+
+def _quorum(clar: Clarification, state: str, at: int) -> None:
+    if clar.quorum_state != state:
+        audit_event_append(
+            tenant=clar.tenant,
+            clarification=clar,
+            type="quorum_transition",
+            at=at,
+            detail={"from": clar.quorum_state, "to": state},
+        )
+        clar.quorum_state = state
+
+
+def _save(clar: Clarification) -> None:
+    clar.save(update_fields=["state", "quorum_state", "fact_version_tx", "updated_at"])
+
+
+# ---------------------------------------------------------------------------------------
+# Binding
+
+
+def embed_text(labels: list[str], properties: dict[str, Any]) -> str:
+    """The text an embedding of the fact would be computed from (labels + properties),
+    capped; validity and provenance are not part of it."""
+    parts = [" ".join(sorted(labels))]
+    parts += [f"{k}: {properties[k]}" for k in sorted(properties)]
+    return "\n".join(parts).encode()[:EMBED_TEXT_MAX_BYTES].decode(errors="ignore")
+
+
+def bind(
+    clar: Clarification,
+    *,
+    interval: tuple[int | None, int | None],
+    evidence_class: str,
+    responses: list[Any] | None = None,
+) -> NodeVersion:
+    """The bitemporal correction: a new version of the target with the answer's interval,
+    the extraction confidence restored, no longer pending, `provenance.clarification` set.
+    The previous belief stays readable at its transaction time. Targeted fan-out: an
+    `embed:` job only when the embed text changed (never for a validity-only correction)."""
+    current = NodeVersion.objects.get(node_id=clar.target_id, tx_to__isnull=True)
+    version = node_version_write(
+        node=clar.target,
+        labels=current.labels,
+        properties=current.properties,
+        valid_from=interval[0],
+        valid_to=interval[1],
+        confidence=clar.extraction_confidence,
+        provenance={**current.provenance, "clarification": str(clar.pk)},
+        pending=False,
+        evidence_class=evidence_class,
+    )
+    ClarificationBinding.objects.create(
+        clarification=clar,
+        node_version=version,
+        evidence_class=evidence_class,
+        bound_tx=version.tx_from,
+    )
+    reembed = embed_text(current.labels, current.properties) != embed_text(
+        version.labels, version.properties
+    )
+    if reembed:
+        job_enqueue(
+            tenant=clar.tenant,
+            kind=EMBED_JOB_KIND,
+            payload={"v": 1, "nodeId": str(clar.target_id), "versionTx": version.tx_from},
+            subject=str(clar.target_id),
+        )
+    clar.fact_version_tx = version.tx_from
+    _transition(clar, State.ANSWERED, version.tx_from)
+    _save(clar)
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type="bound",
+        at=version.tx_from,
+        detail={
+            "factVersionTx": version.tx_from,
+            "evidenceClass": evidence_class,
+            "responses": [str(r) for r in responses or []],
+            "fanout": {"temporal": True, "evidence": True, "reembed": reembed},
+        },
+    )
+    clarification_jobs_finish(clar)
+    return version
+
+
+def clarification_jobs_finish(clar: Clarification) -> int:
+    """An answered clarification completes its routing job so nobody else is asked."""
+    return Job.objects.filter(
+        kind=CLARIFY_JOB_KIND,
+        subject=str(clar.pk),
+        status__in=[JobStatus.PENDING, JobStatus.LEASED],
+    ).update(status=JobStatus.DONE, lease_token=None, lease_expires_at=None,
+             last_error="clarification answered")

@@ -1,0 +1,1 @@
+"""Telha clarify: the Django project and its core apps."""

@@ -1,0 +1,23 @@
+"""Waking the job cluster when work becomes ready (called with `transaction.on_commit`)."""
+
+import logging
+
+from django.conf import settings
+
+log = logging.getLogger(__name__)
+
+
+def kick(kind: str) -> None:
+    """Ask the django-q2 cluster to run the in-process worker for `kind` now, instead of at
+    the next sweep. Does nothing when no in-process worker serves that kind or dispatch is
+    off (`JOBS_DISPATCH=0`, the test default): the sweep schedule still picks the job up."""
+    workers = getattr(settings, "JOB_WORKERS", {})
+    task = next((path for prefix, path in workers.items() if kind.startswith(prefix)), None)
+    if task is None or not getattr(settings, "JOBS_DISPATCH", True):
+        return
+    from django_q.tasks import async_task
+
+    try:
+        async_task(task, kind, q_options={"group": "kick"})
+    except Exception:  # the sweep schedule is the safety net; never fail the request
+        log.exception("could not enqueue %s for %s", task, kind)

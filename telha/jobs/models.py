@@ -1,0 +1,65 @@
+"""The lease queue: the `Job` table is the single source of truth for job state."""
+
+from django.db import models
+
+from telha.tenancy.models import Tenant
+
+
+class JobStatus(models.TextChoices):
+    PENDING = "pending"
+    LEASED = "leased"
+    DONE = "done"
+    DEAD = "dead"
+
+
+class Job(models.Model):
+    """A unit of work leased by a worker of the kind's audience (the prefix before ':').
+
+    Lease times come from the database clock. `attempts` counts finished attempts: a
+    `clarify:temporal` job's attempt N asks ranking[N]."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="jobs")
+    kind = models.CharField(max_length=64)
+    audience = models.CharField(max_length=32)
+    priority = models.SmallIntegerField(default=2)
+    payload = models.JSONField(default=dict)
+    subject = models.CharField(
+        max_length=64, blank=True, db_index=True, help_text="what the job is about (an id)"
+    )
+    status = models.CharField(max_length=8, choices=JobStatus.choices, default=JobStatus.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    max_attempts = models.PositiveIntegerField(default=5)
+    run_after = models.DateTimeField()
+    lease_token = models.UUIDField(null=True, blank=True)
+    lease_holder = models.CharField(max_length=200, blank=True)
+    lease_expires_at = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    result = models.JSONField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        indexes = [
+            models.Index(
+                fields=["audience", "priority", "run_after", "id"],
+                condition=models.Q(status="pending"),
+                name="job_lease_ready",
+            ),
+            models.Index(
+                fields=["lease_expires_at"],
+                condition=models.Q(status="leased"),
+                name="job_reap_expired",
+            ),
+            models.Index(fields=["tenant", "kind", "status"]),
+        ]
+        constraints = [
+            models.CheckConstraint(
+                condition=~models.Q(status="leased")
+                | models.Q(lease_token__isnull=False, lease_expires_at__isnull=False),
+                name="job_leased_has_token",
+            )
+        ]
+        ordering = ["priority", "run_after", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.kind}#{self.pk} ({self.status})"

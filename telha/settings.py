@@ -1,0 +1,198 @@
+"""Settings for Telha clarify, read from the environment (12-factor, CONTRACT §1)."""
+
+from pathlib import Path
+
+import environ
+from django.core.exceptions import ImproperlyConfigured
+from django.core.management.utils import get_random_secret_key
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+VAR_DIR = BASE_DIR / "var"
+
+env = environ.Env()
+
+DEBUG = env.bool("DEBUG", default=False)
+SECRET_KEY = env.str("SECRET_KEY", default="")
+if not SECRET_KEY:
+    if not DEBUG:
+        raise ImproperlyConfigured("SECRET_KEY must be set when DEBUG=0.")
+    SECRET_KEY = "dev-insecure-" + get_random_secret_key()
+
+ALLOWED_HOSTS = env.list("ALLOWED_HOSTS", default=["127.0.0.1", "localhost"] if DEBUG else [])
+CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
+PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "drf_spectacular",
+    "guardian",
+    "django_q",
+    "telha.tenancy",
+    "telha.graph",
+    "telha.jobs",
+    "telha.ingest",
+    "clarify",
+    "delivery",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "telha.urls"
+WSGI_APPLICATION = "telha.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+DATABASES = {
+    "default": env.db("DATABASE_URL", default=f"sqlite:///{VAR_DIR / 'telha.sqlite3'}"),
+}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # One writer at a time: IMMEDIATE transactions queue behind the busy timeout
+    # instead of failing with "database is locked"; WAL lets readers run alongside.
+    DATABASES["default"]["OPTIONS"] = {
+        "transaction_mode": "IMMEDIATE",
+        "timeout": 20,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    }
+else:
+    DATABASES["default"].setdefault("CONN_MAX_AGE", env.int("CONN_MAX_AGE", default=60))
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
+
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTHENTICATION_BACKENDS = [
+    "django.contrib.auth.backends.ModelBackend",
+    "guardian.backends.ObjectPermissionBackend",
+]
+ANONYMOUS_USER_NAME = None  # guardian: no anonymous user object
+
+LOGIN_URL = "/accounts/login/"
+LOGIN_REDIRECT_URL = "/inbox/"
+
+LANGUAGE_CODE = "en-gb"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATIC_ROOT = VAR_DIR / "static"
+MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
+
+DATA_UPLOAD_MAX_MEMORY_SIZE = 12 * 1024 * 1024
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": ["telha.tenancy.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["telha.tenancy.auth.IsTenantCaller"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    "EXCEPTION_HANDLER": "telha.common.errors.exception_handler",
+    "UNAUTHENTICATED_USER": None,
+}
+
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Telha clarify API",
+    "DESCRIPTION": "Clarifications, facts, submissions and the job lease protocol.",
+    "VERSION": "1.0.0",
+    "SERVE_INCLUDE_SCHEMA": False,
+    "COMPONENT_SPLIT_REQUEST": True,
+    "SCHEMA_PATH_PREFIX": "/v1",
+}
+
+# The job cluster (django-q2) executes our own lease queue; its own retries are off.
+Q_CLUSTER = {
+    "name": "telha",
+    "orm": "default",
+    "workers": env.int("Q_WORKERS", default=2),
+    "timeout": 120,
+    "retry": 180,
+    "max_attempts": 1,
+    "ack_failures": True,
+    "catch_up": False,
+    "save_limit": 250,
+    "poll": 0.5,
+}
+
+# The clarify loop (CONTRACT §1; spec §8). Tenants may override the policy parts.
+CLARIFY = {
+    "ENABLED": env.bool("CLARIFY_ENABLED", default=True),
+    "ESCALATION_WINDOW_HOURS": env.float("CLARIFY_ESCALATION_WINDOW_HOURS", default=48.0),
+    "MAX_CANDIDATES": env.int("CLARIFY_MAX_CANDIDATES", default=3),
+    "PER_PERSON_DAILY_CAP": env.int("CLARIFY_PER_PERSON_DAILY_CAP", default=5),
+    "DIGEST_THRESHOLD": env.int("CLARIFY_DIGEST_THRESHOLD", default=3),
+    "DIGEST_WINDOW_MINUTES": env.int("CLARIFY_DIGEST_WINDOW_MINUTES", default=30),
+    "QUORUM_ENABLED": env.bool("CLARIFY_QUORUM_ENABLED", default=True),
+    "QUORUM_CRITICAL_REQUIRED_CONFIRMATIONS": env.int(
+        "CLARIFY_QUORUM_CRITICAL_REQUIRED_CONFIRMATIONS", default=2
+    ),
+    "QUORUM_REQUIRED_ROLES": env.list("CLARIFY_QUORUM_REQUIRED_ROLES", default=["editor"]),
+    "QUORUM_ALLOW_STEWARD_OVERRIDE": env.bool("CLARIFY_QUORUM_ALLOW_STEWARD_OVERRIDE", default=True),
+    "SEVERITY_ELEVATE": env.dict("CLARIFY_SEVERITY_ELEVATE", default={}),
+    "MIN_DETECTOR_CONFIDENCE": env.float("CLARIFY_MIN_DETECTOR_CONFIDENCE", default=0.5),
+}
+ASK_ENABLED = env.bool("ASK_ENABLED", default=False)
+
+SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
+SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")
+SLACK_API_URL = env.str("SLACK_API_URL", default="https://slack.com/api/")
+TEAMS_APP_ID = env.str("TEAMS_APP_ID", default="")
+TEAMS_APP_PASSWORD = env.str("TEAMS_APP_PASSWORD", default="")
+TEAMS_OPENID_METADATA_URL = env.str(
+    "TEAMS_OPENID_METADATA_URL",
+    default="https://login.botframework.com/v1/.well-known/openidconfiguration",
+)
+TEAMS_TOKEN_URL = env.str(
+    "TEAMS_TOKEN_URL",
+    default="https://login.microsoftonline.com/botframework.com/oauth2/v2.0/token",
+)
+
+# Production hardening (`manage.py check --deploy` is clean with DEBUG=0).
+SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SECURE_SSL_REDIRECT = env.bool("SECURE_SSL_REDIRECT", default=not DEBUG)
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
+SESSION_COOKIE_SECURE = env.bool("SESSION_COOKIE_SECURE", default=not DEBUG)
+CSRF_COOKIE_SECURE = env.bool("CSRF_COOKIE_SECURE", default=not DEBUG)
+SECURE_HSTS_SECONDS = env.int("SECURE_HSTS_SECONDS", default=0 if DEBUG else 31536000)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = not DEBUG
+SECURE_HSTS_PRELOAD = env.bool("SECURE_HSTS_PRELOAD", default=not DEBUG)
+SECURE_CONTENT_TYPE_NOSNIFF = True
+X_FRAME_OPTIONS = "DENY"
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": env.str("LOG_LEVEL", default="INFO")},
+    "loggers": {"django.db.backends": {"level": "WARNING"}},
+}
+
+# In-process job workers the cluster runs for a kind prefix (see telha.jobs.dispatch).
+JOB_WORKERS: dict[str, str] = {}
+JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)

@@ -1,0 +1,107 @@
+"""API authentication: `Authorization: Bearer <key>` resolves to a `Caller`."""
+
+from dataclasses import dataclass
+
+from django.utils.functional import cached_property
+from rest_framework import authentication, exceptions, permissions
+from rest_framework.request import Request
+
+from .models import ApiKey, Audience, Person, Rights, Tenant
+from .services import hash_key
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling: the key's tenant and, for a principal key, the person and rights.
+
+    Rights are the lower of the key's role and the person's current rights, captured
+    at request time."""
+
+    tenant: Tenant
+    key: ApiKey
+    person: Person | None
+    rights: str | None
+    audience: str | None
+
+    is_authenticated = True
+    is_anonymous = False
+
+    @cached_property
+    def user(self):  # type: ignore[no-untyped-def]
+        return self.person.user if self.person is not None else None
+
+    @property
+    def is_steward(self) -> bool:
+        return self.rights == Rights.STEWARD
+
+    @property
+    def sees_whole_tenant(self) -> bool:
+        """Service tokens and stewards read every source of the tenant; everyone else
+        reads only sources whose ACL grants them `view_source`."""
+        return self.audience is not None or self.is_steward or self.person is None
+
+
+def caller_for_key(key: ApiKey) -> Caller:
+    rights = None
+    person = key.person
+    if person is not None and key.role is not None:
+        rights = min(key.role, person.role, key=Rights.rank)
+    return Caller(tenant=key.tenant, key=key, person=person, rights=rights, audience=key.audience)
+
+
+class ApiKeyAuthentication(authentication.BaseAuthentication):
+    """Bearer keys; an unknown or revoked key is 401 UNAUTHENTICATED."""
+
+    keyword = "Bearer"
+
+    def authenticate(self, request: Request) -> tuple[Caller, ApiKey] | None:
+        header = authentication.get_authorization_header(request).split()
+        if not header:
+            return None
+        if header[0].decode("latin-1").lower() != self.keyword.lower() or len(header) != 2:
+            raise exceptions.AuthenticationFailed("Use 'Authorization: Bearer <key>'.")
+        try:
+            secret = header[1].decode("ascii")
+        except UnicodeDecodeError as exc:
+            raise exceptions.AuthenticationFailed("Invalid key.") from exc
+        key = (
+            ApiKey.objects.select_related("tenant", "person", "person__user")
+            .filter(key_hash=hash_key(secret), revoked_at__isnull=True)
+            .first()
+        )
+        if key is None or (key.person is not None and key.person.erased_at is not None):
+            raise exceptions.AuthenticationFailed("Unknown or revoked key.")
+        return caller_for_key(key), key
+
+    def authenticate_header(self, request: Request) -> str:
+        return 'Bearer realm="telha"'
+
+
+class IsTenantCaller(permissions.BasePermission):
+    """Any authenticated key of a tenant."""
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        return isinstance(request.user, Caller)
+
+
+class _AudiencePermission(permissions.BasePermission):
+    audience: str = ""
+    allow_steward = False
+    message = "This credential may not call this endpoint."
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        caller = request.user
+        if not isinstance(caller, Caller):
+            return False
+        return caller.audience == self.audience or (self.allow_steward and caller.is_steward)
+
+
+class IsIngestService(_AudiencePermission):
+    audience = Audience.INGEST
+    message = "Only an `ingest` service token may call this endpoint."
+
+
+class IsIngestServiceOrSteward(_AudiencePermission):
+    audience = Audience.INGEST
+    allow_steward = True
+    message = "Only an `ingest` service token or a steward's key may call this endpoint."

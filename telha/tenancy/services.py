@@ -1,0 +1,241 @@
+"""Writes for tenancy: loading a workspace file, creating and revoking keys."""
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+from django.utils import timezone
+
+from telha.common.errors import DomainError, InvalidInput, NotFound
+
+from .models import (
+    AliasKind,
+    ApiKey,
+    Audience,
+    Person,
+    PersonAlias,
+    Rights,
+    Tenant,
+    TenantGroup,
+    normalise_alias,
+)
+
+KEY_PREFIX = "tlh_"
+_SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
+_GROUP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+
+
+class WorkspaceInvalid(InvalidInput):
+    code = "WORKSPACE_INVALID"
+    default_detail = "The workspace file is invalid; nothing was loaded."
+
+
+@dataclass
+class WorkspaceLoadResult:
+    tenant: Tenant
+    created_people: int = 0
+    updated_people: int = 0
+    groups: list[str] = field(default_factory=list)
+
+
+def hash_key(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _workspace_errors(data: Any) -> list[str]:
+    """Every problem with a workspace document, as `path: message` strings."""
+    errors: list[str] = []
+    if not isinstance(data, dict):
+        return ["$: expected a JSON object"]
+    allowed = {"tenant", "name", "groups", "people"}
+    errors += [f"{k}: unknown field" for k in data if k not in allowed]
+    tenant = data.get("tenant")
+    if not isinstance(tenant, str) or not _SLUG_RE.match(tenant):
+        errors.append("tenant: expected a slug (lowercase letters, digits, '-')")
+    if "name" in data and not isinstance(data["name"], str):
+        errors.append("name: expected a string")
+    groups = data.get("groups", [])
+    if not isinstance(groups, list) or not all(
+        isinstance(g, str) and _GROUP_RE.match(g) for g in groups
+    ):
+        errors.append("groups: expected a list of group names")
+        groups = []
+    people = data.get("people", [])
+    if not isinstance(people, list):
+        return [*errors, "people: expected a list"]
+    seen_emails: set[str] = set()
+    seen_aliases: dict[tuple[str, str], str] = {}
+    person_fields = {"name", "email", "role", "groups", "aliases", "password"}
+    for i, person in enumerate(people):
+        path = f"people[{i}]"
+        if not isinstance(person, dict):
+            errors.append(f"{path}: expected an object")
+            continue
+        errors += [f"{path}.{k}: unknown field" for k in person if k not in person_fields]
+        if not isinstance(person.get("name"), str) or not person["name"].strip():
+            errors.append(f"{path}.name: required")
+        email = person.get("email")
+        try:
+            validate_email(email)
+        except ValidationError:
+            errors.append(f"{path}.email: not a valid email address")
+        else:
+            assert isinstance(email, str)
+            if email.lower() in seen_emails:
+                errors.append(f"{path}.email: duplicate {email}")
+            seen_emails.add(email.lower())
+        if person.get("role", "viewer") not in Rights.values:
+            errors.append(f"{path}.role: expected one of viewer, editor, steward")
+        pgroups = person.get("groups", [])
+        if not isinstance(pgroups, list) or any(g not in groups for g in pgroups):
+            errors.append(f"{path}.groups: every group must be listed in the top-level groups")
+        if "password" in person and (
+            not isinstance(person["password"], str) or len(person["password"]) < 8
+        ):
+            errors.append(f"{path}.password: at least 8 characters")
+        aliases = person.get("aliases", {})
+        if not isinstance(aliases, dict):
+            errors.append(f"{path}.aliases: expected an object")
+            continue
+        for kind, value in aliases.items():
+            if kind not in AliasKind.values:
+                errors.append(f"{path}.aliases.{kind}: unknown alias kind")
+            elif not isinstance(value, str) or not value.strip() or len(value) > 320:
+                errors.append(f"{path}.aliases.{kind}: expected a non-empty string")
+            else:
+                key = (kind, normalise_alias(kind, value))
+                owner = seen_aliases.setdefault(key, str(email).lower())
+                if owner != str(email).lower():
+                    errors.append(f"{path}.aliases.{kind}: already used by {owner}")
+    return errors
+
+
+@transaction.atomic
+def workspace_load(*, data: Any) -> WorkspaceLoadResult:
+    """Load (or re-load) a workspace file (CONTRACT §2.1). Idempotent: people are matched
+    by email within the tenant. The whole file is validated first; a refused file loads
+    nothing."""
+    errors = _workspace_errors(data)
+    if errors:
+        raise WorkspaceInvalid("; ".join(errors[:20]), errors=errors)
+    User = get_user_model()
+    tenant, _ = Tenant.objects.get_or_create(
+        slug=data["tenant"], defaults={"name": data.get("name") or data["tenant"]}
+    )
+    if data.get("name") and tenant.name != data["name"]:
+        tenant.name = data["name"]
+        tenant.save(update_fields=["name"])
+    result = WorkspaceLoadResult(tenant=tenant)
+    groups: dict[str, TenantGroup] = {}
+    for name in data.get("groups", []):
+        tg = TenantGroup.objects.filter(tenant=tenant, name=name).first()
+        if tg is None:
+            auth_group, _ = Group.objects.get_or_create(name=f"{tenant.slug}:{name}")
+            tg = TenantGroup.objects.create(tenant=tenant, name=name, auth_group=auth_group)
+        groups[name] = tg
+        result.groups.append(name)
+    for entry in data.get("people", []):
+        email = entry["email"].strip().lower()
+        role = entry.get("role", Rights.VIEWER)
+        person = Person.objects.filter(tenant=tenant, email=email).first()
+        clash = User.objects.filter(username=email).exclude(person__tenant=tenant).first()
+        if clash is not None and (person is None or person.user_id != clash.pk):
+            raise WorkspaceInvalid(f"{email} already belongs to another tenant or user")
+        if person is None:
+            user = User.objects.create(username=email, email=email)
+            person = Person.objects.create(
+                tenant=tenant, name=entry["name"], email=email, role=role, user=user
+            )
+            result.created_people += 1
+        else:
+            person.name, person.role = entry["name"], role
+            person.save(update_fields=["name", "role"])
+            user = person.user or User.objects.create(username=email, email=email)
+            if person.user is None:
+                person.user = user
+                person.save(update_fields=["user"])
+            result.updated_people += 1
+        if entry.get("password"):
+            if not user.check_password(entry["password"]):
+                user.set_password(entry["password"])
+        else:
+            user.set_unusable_password()
+        user.is_staff = role == Rights.STEWARD
+        user.is_active = True
+        user.save()
+        member_of = [groups[g] for g in entry.get("groups", [])]
+        person.groups.set(member_of)
+        user.groups.set([g.auth_group for g in member_of])
+        wanted = {AliasKind.EMAIL.value: email}
+        wanted.update(
+            {k: normalise_alias(k, v) for k, v in entry.get("aliases", {}).items()}
+        )
+        PersonAlias.objects.filter(person=person).exclude(
+            kind__in=list(wanted)
+        ).delete()
+        for kind, value in wanted.items():
+            taken = PersonAlias.objects.filter(tenant=tenant, kind=kind, value=value).exclude(
+                person=person
+            )
+            if taken.exists():
+                raise WorkspaceInvalid(f"alias {kind}:{value} already belongs to another person")
+            PersonAlias.objects.update_or_create(
+                person=person, kind=kind, defaults={"tenant": tenant, "value": value}
+            )
+    return result
+
+
+def api_key_create(
+    *,
+    tenant: Tenant,
+    person: Person | None = None,
+    role: str | None = None,
+    audience: str | None = None,
+    name: str = "",
+) -> tuple[ApiKey, str]:
+    """Create a key and return it with its secret (shown once; only the hash is kept).
+
+    A key is bound either to a principal (person + role, the role never above the
+    person's own rights) or to an audience, or to neither."""
+    if person is not None and audience is not None:
+        raise InvalidInput("A key is bound to a person or to an audience, not both.")
+    if person is not None and person.tenant_id != tenant.pk:
+        raise NotFound("No such person in this tenant.")
+    if audience is not None and audience not in Audience.values:
+        raise InvalidInput("audience must be 'ingest' or 'clarify'.")
+    if person is None and role is not None:
+        raise InvalidInput("--role needs --person.")
+    if person is not None:
+        role = role or person.role
+        if role not in Rights.values:
+            raise InvalidInput("role must be viewer, editor or steward.")
+        if not Rights.at_least(person.role, role):
+            raise DomainError(
+                f"{person.email} has {person.role} rights; a key cannot grant {role}.",
+            )
+    secret = KEY_PREFIX + secrets.token_urlsafe(32)
+    key = ApiKey.objects.create(
+        tenant=tenant,
+        name=name,
+        prefix=secret[: len(KEY_PREFIX) + 6],
+        key_hash=hash_key(secret),
+        person=person,
+        role=role if person is not None else None,
+        audience=audience,
+    )
+    return key, secret
+
+
+def api_key_revoke(*, key: ApiKey) -> ApiKey:
+    """Revoke a key; it stops authenticating at once. Revoking twice is harmless."""
+    if key.revoked_at is None:
+        key.revoked_at = timezone.now()
+        key.save(update_fields=["revoked_at"])
+    return key

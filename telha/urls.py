@@ -1,0 +1,36 @@
+"""URL configuration: the API under /v1/, hooks, the admin, the inbox, health."""
+
+from django.contrib import admin
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+
+from clarify.api import views as clarify_views
+from telha.graph.api import views as graph_views
+from telha.health import healthz
+from telha.ingest.api import views as ingest_views
+
+api_v1 = [
+    path("submissions", ingest_views.SubmissionView.as_view(), name="submissions"),
+    path("nodes/<str:node_id>", graph_views.NodeView.as_view(), name="node"),
+    path("nodes/<str:node_id>/history", graph_views.NodeHistoryView.as_view(), name="node-history"),
+    path("query", graph_views.QueryView.as_view(), name="query"),
+    path("clarifications", clarify_views.ClarificationListView.as_view(), name="clarifications"),
+    path(
+        "clarifications/<str:clarification_id>",
+        clarify_views.ClarificationDetailView.as_view(),
+        name="clarification",
+    ),
+    path(
+        "clarifications/<str:clarification_id>/answer",
+        clarify_views.ClarificationAnswerView.as_view(),
+        name="clarification-answer",
+    ),
+    path("schema/", SpectacularAPIView.as_view(), name="schema"),
+    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+]
+
+urlpatterns = [
+    path("healthz", healthz, name="healthz"),
+    path("v1/", include(api_v1)),
+    path("admin/", admin.site.urls),
+]
