@@ -127,7 +127,7 @@ SPECTACULAR_SETTINGS = {
 
 # The job cluster (django-q2) executes our own lease queue; its own retries are off.
 Q_CLUSTER = {
-    "name": "telha",
+    "name": env.str("Q_CLUSTER_NAME", default="telha"),
     "orm": "default",
     "workers": env.int("Q_WORKERS", default=2),
     "timeout": 120,
@@ -196,3 +196,5 @@ LOGGING = {
 # In-process job workers the cluster runs for a kind prefix (see telha.jobs.dispatch).
 JOB_WORKERS: dict[str, str] = {}
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
+# Production runs one cluster per audience: e.g. "clarify=telha-clarify,ingest=telha-ingest".
+JOB_CLUSTER_FOR_AUDIENCE = env.dict("JOB_CLUSTER_FOR_AUDIENCE", default={})

@@ -8,6 +8,7 @@ from clarify.api import views as clarify_views
 from telha.graph.api import views as graph_views
 from telha.health import healthz
 from telha.ingest.api import views as ingest_views
+from telha.jobs.api import views as job_views
 
 api_v1 = [
     path("submissions", ingest_views.SubmissionView.as_view(), name="submissions"),
@@ -25,6 +26,10 @@ api_v1 = [
         clarify_views.ClarificationAnswerView.as_view(),
         name="clarification-answer",
     ),
+    path("jobs/lease", job_views.LeaseView.as_view(), name="jobs-lease"),
+    path("jobs/<str:job_id>/heartbeat", job_views.HeartbeatView.as_view(), name="jobs-heartbeat"),
+    path("jobs/<str:job_id>/complete", job_views.CompleteView.as_view(), name="jobs-complete"),
+    path("jobs/<str:job_id>/fail", job_views.FailView.as_view(), name="jobs-fail"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
     path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
 ]

@@ -1,7 +1,13 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class JobsConfig(AppConfig):
     name = "telha.jobs"
     label = "jobs"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from .apps_schedule import ensure_sweep_schedule
+
+        post_migrate.connect(ensure_sweep_schedule, sender=self)

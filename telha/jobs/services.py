@@ -1,13 +1,39 @@
-"""Writes of the lease queue."""
+"""Writes of the lease queue (architecture "The lease queue is ours; django-q2 executes it").
 
+The Job table is the single source of truth. Leases use the database clock; heartbeat,
+complete and fail work only for the current lease token (`LEASE_LOST` otherwise, and
+nothing changes). On PostgreSQL leasing is `SELECT … FOR UPDATE SKIP LOCKED`; on SQLite
+the IMMEDIATE transaction makes the lease the only writer.
+"""
+
+import uuid
+from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import connection, transaction
+from django.db.models import Q
 from django.db.models.functions import Now
 
+from telha.common.errors import Conflict, InvalidInput, PermissionDeniedError
 from telha.tenancy.models import Tenant
 
-from .models import Job
+from .models import Job, JobStatus
+from .policies import SKIP_REASONS, backoff_seconds, policy_for_kind
+
+MAX_LEASE_SECONDS = 3600
+MAX_BATCH = 100
+
+
+class JobKindForbidden(PermissionDeniedError):
+    code = "JOB_KIND_FORBIDDEN"
+    default_detail = "This credential may not lease jobs of that kind."
+
+
+class LeaseLost(Conflict):
+    code = "LEASE_LOST"
+    default_detail = "The lease is no longer held with this token; nothing was changed."
 
 
 def job_enqueue(
@@ -16,10 +42,11 @@ def job_enqueue(
     kind: str,
     payload: dict[str, Any],
     priority: int = 2,
-    max_attempts: int = 5,
+    max_attempts: int | None = None,
     subject: str = "",
 ) -> Job:
-    """Add a pending job, ready now. Call inside the transaction that makes it necessary."""
+    """Add a pending job, ready now. Call inside the transaction that makes it necessary
+    (the row commits with it); wake workers with `transaction.on_commit(dispatch.kick)`."""
     audience, sep, _ = kind.partition(":")
     if not sep or not audience:
         raise ValueError(f"job kind must look like 'audience:name', got {kind!r}")
@@ -34,7 +61,194 @@ def job_enqueue(
         audience=audience,
         priority=priority,
         payload=payload,
-        max_attempts=max_attempts,
+        max_attempts=max_attempts or policy_for_kind(kind).max_attempts,
         subject=subject,
         run_after=Now(),
     )
+
+
+def check_kinds(*, audience: str | None, kinds: list[str]) -> None:
+    """The audience fence: a token leases only kinds under its own audience prefix."""
+    if audience is None:
+        raise JobKindForbidden("This key has no audience and cannot lease jobs.")
+    if not kinds:
+        raise InvalidInput("kinds must name at least one kind or prefix.")
+    for kind in kinds:
+        if not kind.startswith(f"{audience}:"):
+            raise JobKindForbidden(f"A {audience!r} token may lease only '{audience}:' jobs.")
+
+
+@dataclass(frozen=True)
+class Lease:
+    job: Job
+    token: uuid.UUID
+    expires_at: datetime
+
+
+def job_lease(
+    *,
+    tenant: Tenant | None,
+    audience: str | None,
+    kinds: list[str],
+    max_jobs: int = 1,
+    lease_seconds: int | None = None,
+    holder: str = "",
+) -> list[Lease]:
+    """Lease up to `max_jobs` ready jobs of the allowed kinds, ordered by
+    (priority, run_after, id). One token per batch; the expiry comes from the DB clock."""
+    check_kinds(audience=audience, kinds=kinds)
+    max_jobs = max(1, min(MAX_BATCH, max_jobs))
+    prefix_filter = Q()
+    for kind in kinds:
+        prefix_filter |= Q(kind__startswith=kind)
+    with transaction.atomic():
+        ready = Job.objects.filter(
+            prefix_filter, status=JobStatus.PENDING, audience=audience, run_after__lte=Now()
+        )
+        if tenant is not None:
+            ready = ready.filter(tenant=tenant)
+        ready = ready.order_by("priority", "run_after", "id").annotate(db_now=Now())
+        if connection.vendor == "postgresql":
+            ready = ready.select_for_update(skip_locked=True, of=("self",))
+        jobs = list(ready[:max_jobs])
+        if not jobs:
+            return []
+        db_now = jobs[0].db_now  # type: ignore[attr-defined]
+        token = uuid.uuid4()
+        leases = []
+        by_ttl: dict[int, list[int]] = {}
+        for job in jobs:
+            ttl = min(MAX_LEASE_SECONDS, lease_seconds or policy_for_kind(job.kind).lease_ttl_seconds)
+            by_ttl.setdefault(ttl, []).append(job.pk)
+            job.status, job.lease_token, job.lease_holder = JobStatus.LEASED, token, holder[:200]
+            job.lease_expires_at = db_now + timedelta(seconds=ttl)
+            leases.append(Lease(job=job, token=token, expires_at=job.lease_expires_at))
+        for ttl, ids in by_ttl.items():
+            Job.objects.filter(pk__in=ids).update(
+                status=JobStatus.LEASED,
+                lease_token=token,
+                lease_holder=holder[:200],
+                lease_expires_at=db_now + timedelta(seconds=ttl),
+                updated_at=db_now,
+            )
+    return leases
+
+
+def _held(job_id: Any, token: Any, tenant: Tenant | None) -> Any:
+    try:
+        token_uuid = uuid.UUID(str(token))
+    except (ValueError, TypeError) as exc:
+        raise LeaseLost() from exc
+    qs = Job.objects.filter(pk=job_id, lease_token=token_uuid, status=JobStatus.LEASED)
+    return qs.filter(tenant=tenant) if tenant is not None else qs
+
+
+def job_heartbeat(
+    *, tenant: Tenant | None, job_id: Any, token: Any, lease_seconds: int | None = None
+) -> datetime:
+    """Extend the lease from now (DB clock). Only the current token works."""
+    with transaction.atomic():
+        job = _held(job_id, token, tenant).select_for_update().annotate(db_now=Now()).first()
+        if job is None:
+            raise LeaseLost()
+        ttl = min(MAX_LEASE_SECONDS, lease_seconds or policy_for_kind(job.kind).lease_ttl_seconds)
+        expires = job.db_now + timedelta(seconds=ttl)  # type: ignore[attr-defined]
+        Job.objects.filter(pk=job.pk).update(lease_expires_at=expires)
+    return expires
+
+
+def job_complete(
+    *, tenant: Tenant | None, job_id: Any, token: Any, result: dict[str, Any] | None = None
+) -> None:
+    """Mark the job done. Only the current token works."""
+    updated = _held(job_id, token, tenant).update(
+        status=JobStatus.DONE,
+        lease_token=None,
+        lease_expires_at=None,
+        result=result,
+        updated_at=Now(),
+    )
+    if not updated:
+        raise LeaseLost()
+
+
+@transaction.atomic
+def job_fail(
+    *,
+    tenant: Tenant | None,
+    job_id: Any,
+    token: Any,
+    retryable: bool,
+    reason: str = "",
+    detail: str = "",
+) -> Job:
+    """Fail the current attempt. Retryable: `attempts + 1` and back to pending — at once
+    for a skip reason code, else after the kind's backoff — or dead once attempts are
+    exhausted. Not retryable: dead. Only the current token works."""
+    job = _held(job_id, token, tenant).select_for_update().first()
+    if job is None:
+        raise LeaseLost()
+    _retry_or_bury(job, retryable=retryable, reason=reason, detail=detail)
+    return job
+
+
+def _retry_or_bury(job: Job, *, retryable: bool, reason: str, detail: str) -> None:
+    policy = policy_for_kind(job.kind)
+    job.attempts += 1
+    job.last_error = f"{reason}: {detail}".strip(": ")[:2000]
+    job.lease_token = None
+    job.lease_expires_at = None
+    job.lease_holder = ""
+    if not retryable or job.attempts >= job.max_attempts:
+        job.status = JobStatus.DEAD
+        job.save()
+        if policy.on_dead is not None:
+            policy.on_dead(job)
+        return
+    delay = 0.0 if reason in SKIP_REASONS else backoff_seconds(job.kind, job.attempts)
+    job.status = JobStatus.PENDING
+    job.run_after = Now() + timedelta(seconds=delay)  # type: ignore[assignment]
+    job.save()
+    if policy.on_retry is not None:
+        policy.on_retry(job)
+
+
+def jobs_reap(*, limit: int = 500) -> int:
+    """Expired leases go back to pending with `attempts + 1` after the kind's backoff (the
+    escalation window for clarify:temporal), or to dead once attempts are exhausted."""
+    reaped = 0
+    while True:
+        with transaction.atomic():
+            expired = Job.objects.filter(status=JobStatus.LEASED, lease_expires_at__lt=Now())
+            if connection.vendor == "postgresql":
+                expired = expired.select_for_update(skip_locked=True)
+            batch = list(expired.order_by("lease_expires_at")[:limit])
+            for job in batch:
+                policy = policy_for_kind(job.kind)
+                if policy.on_expired is not None:
+                    policy.on_expired(job)
+                _retry_or_bury(job, retryable=True, reason="LEASE_EXPIRED", detail=job.lease_holder)
+        reaped += len(batch)
+        if len(batch) < limit:
+            return reaped
+
+
+def ready_kinds() -> list[str]:
+    """Kinds with jobs ready to lease now."""
+    return list(
+        Job.objects.filter(status=JobStatus.PENDING, run_after__lte=Now())
+        .values_list("kind", flat=True)
+        .distinct()
+    )
+
+
+def jobs_sweep() -> dict[str, Any]:
+    """One reaper/kick pass: reap expired leases, then wake the in-process worker of every
+    kind that has ready jobs."""
+    from . import dispatch
+
+    reaped = jobs_reap()
+    kinds = ready_kinds()
+    for kind in kinds:
+        dispatch.kick(kind)
+    return {"reaped": reaped, "kicked": kinds}

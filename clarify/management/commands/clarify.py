@@ -1,0 +1,173 @@
+"""`telha clarify ls|show|answer|queue|review|erase-attribution` (CONTRACT §2).
+
+The CLI is the local operator's trust boundary: `--responder` is declared explicitly and
+recorded with channel "cli"; the responder answers with their own rights.
+"""
+
+import json
+import uuid
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from clarify.models import Clarification, Severity, State
+from clarify.services import AnswerCaller, AnswerInput, clarification_answer
+from clarify.reports import clarification_detail, clarification_row
+from telha.common.errors import DomainError
+from telha.common.times import TimeParseError, iso, parse_us
+from telha.tenancy.models import Person, Rights, Tenant
+
+
+def _tenant(slug: str | None) -> Tenant | None:
+    if slug is None:
+        return None
+    tenant = Tenant.objects.filter(slug=slug).first()
+    if tenant is None:
+        raise CommandError(f"NOT_FOUND: no tenant {slug!r}", returncode=1)
+    return tenant
+
+
+def _clarification(raw: str) -> Clarification:
+    try:
+        return Clarification.objects.select_related("tenant", "target").get(pk=uuid.UUID(raw))
+    except (ValueError, Clarification.DoesNotExist) as exc:
+        raise CommandError(f"NOT_FOUND: no clarification {raw!r}", returncode=1) from exc
+
+
+class Command(BaseCommand):
+    help = "Inspect and answer clarifications (the operator fallback)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        sub = parser.add_subparsers(dest="action", required=True)
+        ls = sub.add_parser("ls", help="list clarifications")
+        ls.add_argument("--tenant")
+        ls.add_argument("--state", choices=State.values)
+        ls.add_argument("--severity", choices=Severity.values)
+        ls.add_argument("--limit", type=int, default=200)
+        ls.add_argument("--json", action="store_true")
+        show = sub.add_parser("show", help="one clarification in full")
+        show.add_argument("id")
+        show.add_argument("--json", action="store_true")
+        for name, helptext in (
+            ("answer", "answer as a person (channel cli)"),
+            ("review", "steward override (the responder must be a steward)"),
+        ):
+            p = sub.add_parser(name, help=helptext)
+            p.add_argument("id")
+            p.add_argument("--responder", required=True, help="email of the answering person")
+            p.add_argument("--index", type=int)
+            p.add_argument("--from", dest="valid_from")
+            p.add_argument("--to", dest="valid_to")
+            p.add_argument("--json", action="store_true")
+            if name == "answer":
+                p.add_argument("--steward-override", action="store_true")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        action = opts["action"]
+        handler = getattr(self, f"do_{action.replace('-', '_')}")
+        handler(opts)
+
+    def emit(self, opts: dict[str, Any], data: Any, text: str) -> None:
+        self.stdout.write(json.dumps(data, default=str) if opts.get("json") else text)
+
+    def do_ls(self, opts: dict[str, Any]) -> None:
+        qs = Clarification.objects.select_related("tenant", "target").order_by("-created_at", "id")
+        tenant = _tenant(opts["tenant"])
+        if tenant is not None:
+            qs = qs.filter(tenant=tenant)
+        if opts["state"]:
+            qs = qs.filter(state=opts["state"])
+        if opts["severity"]:
+            qs = qs.filter(severity=opts["severity"])
+        rows = [clarification_row(c) for c in qs[: opts["limit"]]]
+        lines = [f"{'ID':36}  {'STATE':19}  {'SEVERITY':8}  {'KIND':25}  TARGET"]
+        lines += [
+            f"{r['id']:36}  {r['state']:19}  {r['severity']:8}  {r['kind']:25}  {r['targetName']}"
+            for r in rows
+        ]
+        self.emit(opts, rows, "\n".join(lines))
+
+    def do_show(self, opts: dict[str, Any]) -> None:
+        clar = _clarification(opts["id"])
+        data = clarification_detail(clar)
+        lines = [
+            f"Clarification {data['id']} ({data['kind']}, {data['severity']}, {data['state']})",
+            f"  target: {data['targetName']} ({data['target']})",
+            f"  quorum: {data['quorumState']} {data['quorumPolicy']}",
+            "  candidates:",
+        ]
+        lines += [
+            f"    [{c['index']}] {c['label']}  {iso(c['validFrom'])} → {iso(c['validTo'])}"
+            for c in data["candidates"]
+        ]
+        lines.append("  responses:")
+        lines += [
+            f"    {iso(r['responseTx'])} {r['responderName']} ({r['rightsAtAnswerTime']}, "
+            f"{r['channel']}): {r['answer']} → {r['bindingStatus']}"
+            for r in data["responses"]
+        ] or ["    (none)"]
+        lines.append("  delivery history:")
+        lines += [
+            f"    attempt {d['attempt']}: {d['candidate'] or 'steward'} — {d['outcome']}"
+            f"{' (' + d['reason'] + ')' if d.get('reason') else ''}"
+            for d in data["deliveryHistory"]
+        ] or ["    (none)"]
+        lines.append("  events:")
+        lines += [f"    {iso(e['at'])} {e['type']} {json.dumps(e['detail'])}" for e in data["events"]]
+        self.emit(opts, data, "\n".join(lines))
+
+    def _answer(self, opts: dict[str, Any], override: bool) -> None:
+        clar = _clarification(opts["id"])
+        person = Person.objects.filter(
+            tenant=clar.tenant, email=opts["responder"].lower(), erased_at__isnull=True
+        ).first()
+        if person is None:
+            raise CommandError(
+                f"RESPONDER_NOT_AUTHORISED: {opts['responder']} is not a person of "
+                f"{clar.tenant.slug}",
+                returncode=1,
+            )
+        if override and person.role != Rights.STEWARD:
+            raise CommandError(
+                "STEWARD_OVERRIDE_FORBIDDEN: review needs a steward responder", returncode=1
+            )
+        has_index = opts["index"] is not None
+        has_range = opts["valid_from"] is not None or opts["valid_to"] is not None
+        if has_index == has_range:
+            raise CommandError("give either --index N or --from T [--to T]", returncode=2)
+        custom = None
+        if has_range:
+            try:
+                custom = {
+                    "validFrom": parse_us(opts["valid_from"]) if opts["valid_from"] else None,
+                    "validTo": parse_us(opts["valid_to"]) if opts["valid_to"] else None,
+                }
+            except TimeParseError as exc:
+                raise CommandError(f"CLARIFY_UNPARSEABLE_ANSWER: {exc}", returncode=1) from exc
+        try:
+            result = clarification_answer(
+                caller=AnswerCaller(
+                    tenant=clar.tenant, clarify_service=False, person_id=person.pk, rights=person.role
+                ),
+                clarification_id=clar.pk,
+                answer=AnswerInput(
+                    answer_index=opts["index"],
+                    answer_custom=custom,
+                    steward_override=override,
+                    channel="cli",
+                ),
+            )
+        except DomainError as exc:
+            raise CommandError(f"{exc.code}: {exc.detail}", returncode=1) from exc
+        self.emit(
+            opts,
+            {"status": result.status, **result.body},
+            f"{result.body['outcome']}: state {result.body['state']}"
+            + (" (replayed)" if result.replayed else ""),
+        )
+
+    def do_answer(self, opts: dict[str, Any]) -> None:
+        self._answer(opts, override=opts.get("steward_override", False))
+
+    def do_review(self, opts: dict[str, Any]) -> None:
+        self._answer(opts, override=True)

@@ -1,0 +1,102 @@
+"""The routing job's lifecycle as seen by clarifications (spec §5 lifecycle; architecture
+"The job that IS the delivery"): lease expiry after a send is the escalation window."""
+
+from typing import Any
+
+from django.conf import settings
+
+from telha.jobs.models import Job
+from telha.jobs.policies import KindPolicy, register_kind
+
+from .models import AuditEvent, Clarification, State
+from .services import CLARIFY_JOB_KIND, audit_event_append
+
+LEASE_TTL_SECONDS = 60
+
+
+def clarify_job_policy() -> KindPolicy:
+    """Backoff base = the escalation window, the cap lifted to match (so each candidate
+    gets one window); max attempts come from the job (len(ranking) + 1)."""
+    window = float(settings.CLARIFY["ESCALATION_WINDOW_HOURS"]) * 3600
+    return KindPolicy(
+        lease_ttl_seconds=LEASE_TTL_SECONDS,
+        backoff_base_seconds=window,
+        backoff_cap_seconds=window,
+        max_attempts=4,
+        on_expired=on_window_expired,
+        on_dead=on_dead,
+    )
+
+
+def _clarification(job: Job) -> Clarification | None:
+    cid = job.payload.get("clarificationId") if isinstance(job.payload, dict) else None
+    if not cid:
+        return None
+    return Clarification.objects.select_for_update().filter(pk=cid, tenant=job.tenant_id).first()
+
+
+def candidate_for_attempt(job: Job, attempt: int) -> str | None:
+    """attempts indexes the ranking; the attempt after the last candidate is the steward's."""
+    ranking = job.payload.get("ranking") or []
+    return ranking[attempt] if 0 <= attempt < len(ranking) else None
+
+
+def on_window_expired(job: Job) -> None:
+    """The current candidate's window ran out without an answer: `expired` until the next
+    attempt starts (only an `open` clarification; richer states are kept)."""
+    clar = _clarification(job)
+    if clar is None:
+        return
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type="window_expired",
+        detail={"attempt": job.attempts, "candidate": candidate_for_attempt(job, job.attempts)},
+    )
+    if clar.state == State.OPEN:
+        audit_event_append(
+            tenant=clar.tenant,
+            clarification=clar,
+            type="state_changed",
+            detail={"from": clar.state, "to": State.EXPIRED},
+        )
+        clar.state = State.EXPIRED
+        clar.save(update_fields=["state", "updated_at"])
+
+
+def skip_reasons(clar: Clarification) -> list[dict[str, Any]]:
+    """Every skip and failure reason recorded for this clarification, in order."""
+    return [
+        {"attempt": e.detail.get("attempt"), "candidate": e.detail.get("candidate"),
+         "reason": e.detail.get("reason")}
+        for e in AuditEvent.objects.filter(
+            clarification=clar, type__in=("skipped", "delivery_failed")
+        ).order_by("at", "id")
+    ]
+
+
+def on_dead(job: Job) -> None:
+    """Ranking exhausted (or a permanent failure): dead-lettered, into the steward digest
+    with the per-candidate reason codes."""
+    clar = _clarification(job)
+    if clar is None or clar.state in (State.ANSWERED, State.CONFLICTED):
+        return
+    previous = clar.state
+    clar.state = State.DEAD_LETTERED
+    clar.save(update_fields=["state", "updated_at"])
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type="state_changed",
+        detail={"from": previous, "to": State.DEAD_LETTERED},
+    )
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type="dead_lettered",
+        detail={"lastError": job.last_error, "skipReasons": skip_reasons(clar)},
+    )
+
+
+def register() -> None:
+    register_kind(CLARIFY_JOB_KIND, clarify_job_policy)

@@ -1,0 +1,66 @@
+"""django-q2 tasks: the sweep schedule and the in-process worker loop.
+
+django-q2 only executes; the Job table holds all state. These tasks are safe to run twice:
+leasing is atomic, and a duplicate worker simply finds nothing ready.
+"""
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.db import close_old_connections
+from django.utils.module_loading import import_string
+
+from .services import Lease, job_fail, job_lease, jobs_sweep
+
+log = logging.getLogger(__name__)
+WORK_LOOP_SECONDS = 50
+
+
+def sweep() -> dict[str, Any]:
+    """The once-a-minute schedule: reap expired leases, kick ready kinds."""
+    return jobs_sweep()
+
+
+def handler_for(kind: str) -> Callable[[Lease], None] | None:
+    for prefix, path in getattr(settings, "JOB_WORKERS", {}).items():
+        if kind.startswith(prefix):
+            return import_string(path)  # type: ignore[no-any-return]
+    return None
+
+
+def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
+    """Lease and process ready jobs of `kind` with its audience until none are ready (or
+    the time budget is spent). Returns how many leases were processed."""
+    handler = handler_for(kind)
+    if handler is None:
+        return 0
+    audience = kind.partition(":")[0]
+    deadline = time.monotonic() + max_seconds
+    done = 0
+    holder = f"cluster:{settings.Q_CLUSTER.get('name', 'telha')}"
+    while time.monotonic() < deadline:
+        close_old_connections()
+        leases = job_lease(tenant=None, audience=audience, kinds=[kind], max_jobs=10, holder=holder)
+        if not leases:
+            break
+        for lease in leases:
+            try:
+                handler(lease)
+            except Exception as exc:  # a handler bug must not lose the job: retry it later
+                log.exception("job %s failed in its handler", lease.job.pk)
+                try:
+                    job_fail(
+                        tenant=None,
+                        job_id=lease.job.pk,
+                        token=lease.token,
+                        retryable=True,
+                        reason="WORKER_ERROR",
+                        detail=f"{type(exc).__name__}: {exc}"[:500],
+                    )
+                except Exception:
+                    log.exception("could not fail job %s", lease.job.pk)
+            done += 1
+    return done
