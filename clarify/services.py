@@ -6,9 +6,11 @@ its audit events, and schedules side effects with `transaction.on_commit`.
 
 import uuid
 from dataclasses import dataclass, field
+from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
+from django.core.exceptions import ValidationError
 from django.db import transaction
 
 from telha.common.errors import NotFound
@@ -44,6 +46,8 @@ CLARIFY_JOB_KIND = "clarify:temporal"
 EMBED_JOB_KIND = "embed:reindex"
 EMBED_TEXT_MAX_BYTES = 8192
 TERMINAL_STATES = {State.ANSWERED}
+# Called inside the binding transaction (e.g. delivery closes the card nonces).
+BIND_HOOKS: list[Callable[[Clarification], None]] = []
 BINDING_CAPABLE = {BindingStatus.BINDING_CANDIDATE, BindingStatus.CONFLICTING}
 
 
@@ -238,6 +242,23 @@ def _outcome_body(outcome: str, **fields: Any) -> dict[str, Any]:
     return {"outcome": outcome, **fields}
 
 
+OUTCOME_KEY_ORDER = (
+    "outcome",
+    "state",
+    "factVersionTx",
+    "quorumSatisfied",
+    "quorumRemaining",
+    "postBinding",
+)
+
+
+def _outcome_ordered(stored: dict[str, Any]) -> dict[str, Any]:
+    """A stored outcome in the key order it was first returned in (PostgreSQL's jsonb
+    does not keep key order; a replay must be byte-identical)."""
+    rank = {k: i for i, k in enumerate(OUTCOME_KEY_ORDER)}
+    return dict(sorted(stored.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+
+
 @transaction.atomic
 def clarification_answer(
     *, caller: AnswerCaller, clarification_id: Any, answer: AnswerInput, readable: Any = None
@@ -254,7 +275,7 @@ def clarification_answer(
         clarifications = clarifications.filter(pk__in=readable.values("pk"))
     try:
         clar = clarifications.select_for_update().get(pk=clarification_id)
-    except (Clarification.DoesNotExist, ValueError, TypeError) as exc:
+    except (Clarification.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
         raise NotFound("No such clarification.") from exc
     interval = normalise_answer(clar, answer)
     override = bool(answer.steward_override)
@@ -262,7 +283,8 @@ def clarification_answer(
     mine = [r for r in responses if r.responder == person.pk]
     if mine and mine[-1].interval == interval and _was_override(mine[-1]) == override:
         prior = mine[-1]
-        return AnswerResult(prior.outcome_status, prior.outcome, replayed=True, response_id=prior.pk)
+        body = _outcome_ordered(prior.outcome)
+        return AnswerResult(prior.outcome_status, body, replayed=True, response_id=prior.pk)
 
     if override and not (
         rights == Rights.STEWARD
@@ -533,6 +555,8 @@ def bind(
         },
     )
     clarification_jobs_finish(clar)
+    for hook in BIND_HOOKS:
+        hook(clar)
     return version
 
 

@@ -1,7 +1,31 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class DeliveryConfig(AppConfig):
     name = "delivery"
     verbose_name = "Delivery"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from clarify import services as clarify_services
+
+        from . import worker
+
+        if worker.close_nonces not in clarify_services.BIND_HOOKS:
+            clarify_services.BIND_HOOKS.append(worker.close_nonces)
+        post_migrate.connect(_ensure_digest_schedule, sender=self)
+
+
+def _ensure_digest_schedule(**kwargs: object) -> None:
+    from django_q.models import Schedule
+
+    Schedule.objects.update_or_create(
+        name="telha-digest-flush",
+        defaults={
+            "func": "delivery.digests.digests_flush",
+            "schedule_type": Schedule.MINUTES,
+            "minutes": 1,
+            "repeats": -1,
+        },
+    )

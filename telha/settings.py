@@ -157,6 +157,11 @@ CLARIFY = {
     "MIN_DETECTOR_CONFIDENCE": env.float("CLARIFY_MIN_DETECTOR_CONFIDENCE", default=0.5),
 }
 ASK_ENABLED = env.bool("ASK_ENABLED", default=False)
+# Channel order: a person is reached on the first configured channel with their address.
+CLARIFY_CHANNELS = env.list("CLARIFY_CHANNELS", default=["teams", "slack", "inbox"])
+HOOK_RATE_LIMIT_PER_MINUTE = env.int("HOOK_RATE_LIMIT_PER_MINUTE", default=600)
+
+CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://telha")}
 
 SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
 SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")
@@ -194,7 +199,7 @@ LOGGING = {
 }
 
 # In-process job workers the cluster runs for a kind prefix (see telha.jobs.dispatch).
-JOB_WORKERS: dict[str, str] = {}
+JOB_WORKERS: dict[str, str] = {"clarify:": "delivery.worker.handle_lease"}
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Production runs one cluster per audience: e.g. "clarify=telha-clarify,ingest=telha-ingest".
 JOB_CLUSTER_FOR_AUDIENCE = env.dict("JOB_CLUSTER_FOR_AUDIENCE", default={})

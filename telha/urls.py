@@ -2,9 +2,11 @@
 
 from django.contrib import admin
 from django.urls import include, path
+from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from clarify.api import views as clarify_views
+from delivery import inbox
 from telha.graph.api import views as graph_views
 from telha.health import healthz
 from telha.ingest.api import views as ingest_views
@@ -38,4 +40,9 @@ urlpatterns = [
     path("healthz", healthz, name="healthz"),
     path("v1/", include(api_v1)),
     path("admin/", admin.site.urls),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("inbox/", inbox.inbox, name="inbox"),
+    path("inbox/answer", inbox.answer, name="inbox-answer"),
+    path("", RedirectView.as_view(url="/inbox/", permanent=False)),
+    path("hooks/", include("delivery.hooks.urls")),
 ]

@@ -7,6 +7,8 @@ the IMMEDIATE transaction makes the lease the only writer.
 """
 
 import uuid
+from collections.abc import Iterable
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -172,6 +174,31 @@ def job_complete(
         raise LeaseLost()
 
 
+def jobs_complete_batch(*, tenant: Tenant | None, leases: Iterable[Lease]) -> int:
+    """Mark a finished batch done: one UPDATE per lease token (a `job_lease` batch has
+    one). Only jobs still held with their token change — a job re-leased by someone else
+    or already finished is left alone. Returns how many jobs were completed; a caller
+    that needs to know which leases were lost compares it with `len(leases)` or uses
+    `job_complete` per job. No per-job results (use `job_complete` for those)."""
+    by_token: dict[uuid.UUID, list[Any]] = {}
+    for lease in leases:
+        by_token.setdefault(lease.token, []).append(lease.job.pk)
+    completed = 0
+    with transaction.atomic() if len(by_token) > 1 else nullcontext():
+        for token, ids in by_token.items():
+            held = Job.objects.filter(pk__in=ids, lease_token=token, status=JobStatus.LEASED)
+            if tenant is not None:
+                held = held.filter(tenant=tenant)
+            completed += held.update(
+                status=JobStatus.DONE,
+                lease_token=None,
+                lease_expires_at=None,
+                result=None,
+                updated_at=Now(),
+            )
+    return completed
+
+
 @transaction.atomic
 def job_fail(
     *,
@@ -252,3 +279,18 @@ def jobs_sweep() -> dict[str, Any]:
     for kind in kinds:
         dispatch.kick(kind)
     return {"reaped": reaped, "kicked": kinds}
+
+
+@transaction.atomic
+def job_advance(*, tenant: Tenant | None, job_id: Any, token: Any) -> Job:
+    """Move a leased job to its next attempt while keeping the lease (an in-lease skip:
+    the skipped candidate burns no escalation window). Only the current token works."""
+    job = _held(job_id, token, tenant).select_for_update().first()
+    if job is None:
+        raise LeaseLost()
+    if job.attempts + 1 >= job.max_attempts:
+        _retry_or_bury(job, retryable=False, reason="ATTEMPTS_EXHAUSTED", detail="")
+        return job
+    job.attempts += 1
+    Job.objects.filter(pk=job.pk).update(attempts=job.attempts, updated_at=Now())
+    return job

@@ -1,0 +1,199 @@
+"""One card model, rendered per channel (Slack Block Kit, inbox, Teams), and the outcome
+copy of spec §7. A redacted card (the steward escalation) never carries span text."""
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from django.conf import settings
+
+from clarify.models import Clarification, ResponseRecord, Severity
+from clarify.reports import target_name
+from telha.common.times import from_us
+from telha.tenancy.models import Person
+
+SOMETHING_ELSE = "Something else…"
+MOVED_ON = "This clarification has moved on."
+
+
+@dataclass(frozen=True)
+class CardButton:
+    index: int
+    label: str
+
+
+@dataclass(frozen=True)
+class Card:
+    """What a person is asked: one sentence, candidate buttons, "Something else…"."""
+
+    clarification_id: str
+    nonce: str
+    question: str
+    buttons: list[CardButton]
+    document_title: str
+    document_url: str
+    excerpt: str = ""
+    note: str = ""
+    severity: str = Severity.NORMAL
+
+    def action(self, index: int) -> dict[str, Any]:
+        """The card action payload of CONTRACT §3.5."""
+        return {
+            "kind": "clarify_answer",
+            "clarificationId": self.clarification_id,
+            "answerIndex": index,
+            "nonce": self.nonce,
+        }
+
+
+@dataclass(frozen=True)
+class Escalation:
+    """The redacted steward escalation: document link and title, never span text."""
+
+    clarification_id: str
+    text: str
+    document_title: str
+    document_url: str
+    review_url: str
+    skip_reasons: list[dict[str, Any]] = field(default_factory=list)
+
+
+def _date(us: int | None) -> str:
+    if us is None:
+        return "open-ended"
+    return from_us(us).strftime("%-d %B %Y")
+
+
+def candidate_label(candidate: dict[str, Any]) -> str:
+    label = candidate.get("label")
+    if label:
+        return str(label)
+    return f"{_date(candidate.get('validFrom'))} → {_date(candidate.get('validTo'))}"
+
+
+def document_of(clar: Clarification) -> tuple[str, str]:
+    source = clar.source_version.source
+    url = source.uri or f"{settings.PUBLIC_BASE_URL}/admin/graph/source/{source.pk}/change/"
+    return (source.title or source.external_id, url)
+
+
+QUESTION_BY_KIND = {
+    "relative_date": "When does “{name}” take effect?",
+    "conflicting_dates": "Which date is right for “{name}”?",
+    "undated": "What date applies to “{name}”?",
+    "low_confidence_extraction": "Which date is right for “{name}”?",
+}
+
+
+def quorum_note(clar: Clarification) -> str:
+    required = clar.required_confirmations
+    if required > 1:
+        return (
+            "This clarification affects a high-stakes date and requires "
+            f"{_count_word(required)} confirmations."
+        )
+    return ""
+
+
+def _count_word(n: int) -> str:
+    return {2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
+
+
+def build_card(clar: Clarification, nonce: str, excerpt: str) -> Card:
+    title, url = document_of(clar)
+    name = target_name(clar)
+    question = QUESTION_BY_KIND.get(clar.kind, "Which date is right for “{name}”?").format(
+        name=name
+    )
+    return Card(
+        clarification_id=str(clar.pk),
+        nonce=nonce,
+        question=f"{question} (from “{title}”)",
+        buttons=[
+            CardButton(index=i, label=candidate_label(c)) for i, c in enumerate(clar.candidates)
+        ],
+        document_title=title,
+        document_url=url,
+        excerpt=excerpt,
+        note=quorum_note(clar),
+        severity=clar.severity,
+    )
+
+
+def build_escalation(clar: Clarification, skip_reasons: list[dict[str, Any]]) -> Escalation:
+    title, url = document_of(clar)
+    reasons = ", ".join(sorted({str(r.get("reason")) for r in skip_reasons if r.get("reason")}))
+    text = (
+        f"Nobody in the ranking could answer a {clar.severity} question about a date in "
+        f"“{title}”. Please review it."
+        + (f" Reasons: {reasons}." if reasons else "")
+    )
+    return Escalation(
+        clarification_id=str(clar.pk),
+        text=text,
+        document_title=title,
+        document_url=url,
+        review_url=f"{settings.PUBLIC_BASE_URL}/admin/clarify/clarification/{clar.pk}/change/",
+        skip_reasons=skip_reasons,
+    )
+
+
+def _first_name(person: Person | None) -> str:
+    return person.name.split()[0] if person is not None and person.name else "an erased responder"
+
+
+def _today() -> str:
+    return datetime.now(UTC).strftime("%-d %b %Y")
+
+
+def outcome_copy(clar: Clarification, body: dict[str, Any], responder: Person | None) -> str:
+    """The card's outcome text after an answer (spec §7), from the answer service's body."""
+    outcome = body.get("outcome")
+    if outcome == "attestation":
+        return (
+            "Your answer is recorded as an attestation. A steward or editor must confirm it "
+            "before the fact is corrected."
+        )
+    if outcome == "conflict":
+        if body.get("postBinding"):
+            return (
+                f"{MOVED_ON} Your different answer is recorded as a conflicting attestation "
+                "and a steward has been notified."
+            )
+        return "A conflicting answer has been recorded. This clarification now requires steward review."
+    answer = _answer_label(clar)
+    if outcome == "partial_confirmation":
+        remaining = int(body.get("quorumRemaining", 1))
+        more = "One more confirmation is" if remaining == 1 else f"{remaining} more confirmations are"
+        return (
+            f"First confirmation recorded: {answer} ({_first_name(responder)}). {more} required "
+            "before the correction becomes binding."
+        )
+    if outcome == "bound":
+        names = _bound_names(clar)
+        if clar.required_confirmations > 1:
+            return f"✓ Recorded as binding evidence: {answer}, confirmed by {names}, {_today()}."
+        return f"✓ Recorded as evidence: {answer}, confirmed by {names}, {_today()}."
+    return MOVED_ON
+
+
+def _answer_label(clar: Clarification) -> str:
+    record = clar.responses.order_by("-seq").first()
+    if record is None:
+        return ""
+    if record.answer_index is not None and 0 <= record.answer_index < len(clar.candidates):
+        return candidate_label(clar.candidates[record.answer_index])
+    return f"{_date(record.interval_from)} → {_date(record.interval_to)}"
+
+
+def _bound_names(clar: Clarification) -> str:
+    responders = list(
+        ResponseRecord.objects.filter(
+            clarification=clar, binding_status__in=["bound", "steward_override"]
+        )
+        .order_by("seq")
+        .values_list("responder", flat=True)
+    )
+    people = {p.pk: p for p in Person.objects.filter(pk__in=responders)}
+    names = [_first_name(people.get(r)) for r in responders]
+    return " and ".join([", ".join(names[:-1]), names[-1]]) if len(names) > 1 else "".join(names)

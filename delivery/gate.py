@@ -1,0 +1,42 @@
+"""The ACL floor check before anything is sent (spec §3.3; architecture "Permission check
+before delivery"): the candidate's user must hold `view_source` on the source. An
+unparseable ACL fails closed."""
+
+from collections.abc import Iterable
+from typing import Any
+
+from guardian.shortcuts import get_users_with_perms
+
+from clarify.models import Clarification
+from telha.graph.services import acl_principal_valid
+from telha.tenancy.models import Person
+
+NO_READ_PERMISSION = "NO_READ_PERMISSION"
+TENANT_SCOPE_MISMATCH = "TENANT_SCOPE_MISMATCH"
+
+
+def acl_parses(acl: Any) -> bool:
+    return isinstance(acl, list) and all(acl_principal_valid(p) for p in acl)
+
+
+def floor_check(clar: Clarification, people: Iterable[Person]) -> dict[Any, str | None]:
+    """`{person_id: None (may read) | reason code}` for a batch of candidates, with the
+    source's readers fetched once."""
+    source = clar.source_version.source
+    people = list(people)
+    if not acl_parses(source.acl):
+        return {p.pk: NO_READ_PERMISSION for p in people}
+    readers = set(
+        get_users_with_perms(
+            source, only_with_perms_in=["view_source"], with_group_users=True
+        ).values_list("pk", flat=True)
+    )
+    verdicts: dict[Any, str | None] = {}
+    for person in people:
+        if person.tenant_id != clar.tenant_id:
+            verdicts[person.pk] = TENANT_SCOPE_MISMATCH
+        elif person.erased_at is not None or person.user_id not in readers:
+            verdicts[person.pk] = NO_READ_PERMISSION
+        else:
+            verdicts[person.pk] = None
+    return verdicts

@@ -1,0 +1,99 @@
+"""The inbox channel's pages: a signed-in person's open cards, answered with the same
+nonce and answer path as Slack and Teams. CSRF-protected."""
+
+from typing import Any
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.views.decorators.http import require_http_methods, require_POST
+
+from clarify.models import State
+from telha.common.times import TimeParseError, parse_us
+from telha.tenancy.models import Person
+
+from .actions import ANSWERED, card_action_process
+from .cards import build_card
+from .models import Delivery, DeliveryKind, NonceState
+from .restriction import excerpt_for_chat
+
+
+def _person(request: HttpRequest) -> Person | None:
+    person = getattr(request.user, "person", None)
+    return person if person is not None and person.erased_at is None else None
+
+
+def open_cards(person: Person) -> list[dict[str, Any]]:
+    """Every open question addressed to the person, whatever channel carried it."""
+    deliveries = (
+        Delivery.objects.filter(
+            person=person, kind=DeliveryKind.QUESTION, nonce_state=NonceState.ACTIVE
+        )
+        .exclude(clarification__state__in=[State.ANSWERED])
+        .select_related("clarification__source_version__source", "clarification__target")
+        .order_by("-created_at")
+    )
+    seen: set[Any] = set()
+    cards = []
+    for d in deliveries:
+        if d.clarification_id in seen:
+            continue
+        seen.add(d.clarification_id)
+        cards.append({"card": build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)),
+                      "delivery": d})
+    return cards
+
+
+@login_required
+@require_http_methods(["GET"])
+def inbox(request: HttpRequest) -> HttpResponse:
+    person = _person(request)
+    cards = open_cards(person) if person is not None else []
+    return render(request, "inbox/inbox.html", {"person": person, "cards": cards})
+
+
+def _date_to_us(value: str) -> int | None:
+    value = (value or "").strip()
+    if not value:
+        return None
+    return parse_us(f"{value}T00:00:00Z")
+
+
+@login_required
+@require_POST
+def answer(request: HttpRequest) -> HttpResponse:
+    person = _person(request)
+    data = request.POST
+    index: int | None = None
+    custom = None
+    if data.get("answer_index", "") != "":
+        try:
+            index = int(data["answer_index"])
+        except ValueError:
+            index = -1
+    else:
+        try:
+            custom = {
+                "validFrom": _date_to_us(data.get("valid_from", "")),
+                "validTo": _date_to_us(data.get("valid_to", "")),
+                "sourceText": data.get("source_text", "")[:2000] or None,
+            }
+        except TimeParseError:
+            messages.error(request, "Dates must look like 2026-06-12.")
+            return HttpResponseRedirect("/inbox/")
+    outcome = card_action_process(
+        channel="inbox",
+        actor=person,
+        clarification_id=data.get("clarification_id", ""),
+        nonce=data.get("nonce", ""),
+        answer_index=index,
+        answer_custom=custom,
+        message_ref=f"inbox:{data.get('nonce', '')[:40]}",
+        actor_identity=f"user:{request.user.pk}",
+    )
+    if outcome.status == ANSWERED:
+        messages.success(request, outcome.text)
+    else:
+        messages.error(request, outcome.text)
+    return HttpResponseRedirect("/inbox/")
