@@ -11,8 +11,10 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clarify.models import Clarification, Severity, State
-from clarify.services import AnswerCaller, AnswerInput, clarification_answer
 from clarify.reports import clarification_detail, clarification_row
+from clarify.selectors import needs_steward_attention_q
+from clarify.stewardship import erase_person_attribution
+from clarify.services import AnswerCaller, AnswerInput, clarification_answer
 from telha.common.errors import DomainError
 from telha.common.times import TimeParseError, iso, parse_us
 from telha.tenancy.models import Person, Rights, Tenant
@@ -48,6 +50,14 @@ class Command(BaseCommand):
         show = sub.add_parser("show", help="one clarification in full")
         show.add_argument("id")
         show.add_argument("--json", action="store_true")
+        queue = sub.add_parser("queue", help="the needs-steward-attention set")
+        queue.add_argument("--tenant")
+        queue.add_argument("--limit", type=int, default=200)
+        queue.add_argument("--json", action="store_true")
+        erase = sub.add_parser("erase-attribution", help="tombstone a person's attribution")
+        erase.add_argument("--tenant", required=True)
+        erase.add_argument("--person", required=True, help="email of the person")
+        erase.add_argument("--json", action="store_true")
         for name, helptext in (
             ("answer", "answer as a person (channel cli)"),
             ("review", "steward override (the responder must be a steward)"),
@@ -86,6 +96,33 @@ class Command(BaseCommand):
             for r in rows
         ]
         self.emit(opts, rows, "\n".join(lines))
+
+    def do_queue(self, opts: dict[str, Any]) -> None:
+        qs = Clarification.objects.select_related("tenant", "target").filter(
+            needs_steward_attention_q()
+        )
+        tenant = _tenant(opts["tenant"])
+        if tenant is not None:
+            qs = qs.filter(tenant=tenant)
+        rows = [clarification_row(c) for c in qs.order_by("-created_at", "id")[: opts["limit"]]]
+        lines = [f"{'ID':36}  {'STATE':19}  {'SEVERITY':8}  TARGET"]
+        lines += [
+            f"{r['id']:36}  {r['state']:19}  {r['severity']:8}  {r['targetName']}" for r in rows
+        ]
+        self.emit(opts, rows, "\n".join(lines) if rows else "Nothing needs attention.")
+
+    def do_erase_attribution(self, opts: dict[str, Any]) -> None:
+        tenant = _tenant(opts["tenant"])
+        assert tenant is not None
+        person = Person.objects.filter(tenant=tenant, email=opts["person"].lower()).first()
+        if person is None:
+            raise CommandError(f"NOT_FOUND: no person {opts['person']!r}", returncode=1)
+        changed = erase_person_attribution(tenant=tenant, person=person)
+        self.emit(
+            opts,
+            {"clarifications": changed},
+            f"Attribution of {opts['person']} erased on {changed} clarification(s).",
+        )
 
     def do_show(self, opts: dict[str, Any]) -> None:
         clar = _clarification(opts["id"])

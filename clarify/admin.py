@@ -1,0 +1,325 @@
+"""The steward review surface (spec §7 "Operator fallback"): the clarification list with
+filters and the Needs-attention queue, a page to decide from, the dead-letter digest, and
+the tenant's clarify policy. Actions call the same services as the API."""
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.db.models import JSONField, OuterRef, Q, QuerySet, Subquery
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import path, reverse
+from django.utils.html import format_html
+
+from telha.admin_site import TenantScopedAdmin, steward_of
+from telha.common.errors import DomainError
+from telha.common.times import TimeParseError, iso, parse_us
+from telha.graph.models import NodeVersion
+from telha.tenancy.models import Person, Rights
+
+from .models import AuditEvent, BindingStatus, Clarification, ClarifyPolicy, ResponseRecord, State
+from .reports import clarification_detail
+from .selectors import needs_steward_attention_q
+from .services import AnswerCaller, AnswerInput, audit_event_append, clarification_answer
+from .stewardship import clarification_reask, clarify_policy_update, erase_person_attribution
+
+STATE_COLOURS = {
+    State.OPEN: "#2563eb",
+    State.ATTESTED: "#7c3aed",
+    State.PARTIALLY_CONFIRMED: "#0891b2",
+    State.ANSWERED: "#16a34a",
+    State.CONFLICTED: "#dc2626",
+    State.EXPIRED: "#d97706",
+    State.DEAD_LETTERED: "#4b5563",
+}
+SEVERITY_COLOURS = {"low": "#6b7280", "normal": "#2563eb", "high": "#d97706", "critical": "#dc2626"}
+
+
+def badge(text: str, colour: str) -> str:
+    return format_html(
+        '<span style="background:{};color:#fff;border-radius:9px;padding:1px 8px;'
+        'font-size:11px;white-space:nowrap">{}</span>',
+        colour,
+        text.replace("_", " "),
+    )
+
+
+class NeedsAttentionFilter(admin.SimpleListFilter):
+    title = "needs attention"
+    parameter_name = "attention"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Needs attention")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "yes":
+            return queryset.filter(needs_steward_attention_q())
+        return queryset
+
+
+class OverrideForm(forms.Form):
+    answer_index = forms.TypedChoiceField(coerce=int, required=False, empty_value=None,
+                                          label="Choose a candidate")
+    valid_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    valid_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
+    reason = forms.CharField(required=False, max_length=500)
+
+    def __init__(self, *args: Any, clarification: Clarification, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.fields["answer_index"].choices = [("", "— enter an interval instead —")] + [
+            (str(i), c.get("label") or f"candidate {i}")
+            for i, c in enumerate(clarification.candidates)
+        ]
+
+
+def _date_us(value: Any) -> int | None:
+    return parse_us(f"{value.isoformat()}T00:00:00Z") if value else None
+
+
+@admin.register(Clarification)
+class ClarificationAdmin(TenantScopedAdmin):
+    list_display = ("target_label", "kind", "severity_badge", "state_badge", "quorum_state",
+                    "created_at")
+    list_filter = (NeedsAttentionFilter, "state", "severity", "kind")
+    search_fields = ("target__versions__search_text",)
+    ordering = ("-created_at",)
+    list_per_page = 50
+    show_full_result_count = False
+    change_form_template = "admin/clarify/clarification/decide.html"
+
+    def get_queryset(self, request: HttpRequest) -> QuerySet:
+        current = NodeVersion.objects.filter(node_id=OuterRef("target_id"), tx_to__isnull=True)
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                target_properties=Subquery(current.values("properties")[:1],
+                                           output_field=JSONField())
+            )
+        )
+
+    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str
+                           ) -> tuple[QuerySet, bool]:
+        qs, duplicates = super().get_search_results(request, queryset, search_term)
+        person = steward_of(request)
+        if search_term and person is not None:
+            matches = Person.objects.filter(tenant=person.tenant).filter(
+                Q(name__icontains=search_term) | Q(email__icontains=search_term)
+            )
+            ids = [str(p.pk) for p in matches[:20]]
+            by_person = Q(pk__in=[])
+            for pid in ids:
+                by_person |= Q(asked__icontains=pid) | Q(responses__responder=pid)
+            if ids:
+                qs = qs | queryset.filter(by_person)
+                duplicates = True
+        return qs, duplicates
+
+    @admin.display(description="target", ordering="target__key")
+    def target_label(self, obj: Clarification) -> str:
+        props = getattr(obj, "target_properties", None) or {}
+        return str(props.get("name") or obj.target_id)
+
+    @admin.display(description="severity", ordering="severity")
+    def severity_badge(self, obj: Clarification) -> str:
+        return badge(obj.severity, SEVERITY_COLOURS.get(obj.severity, "#6b7280"))
+
+    @admin.display(description="state", ordering="state")
+    def state_badge(self, obj: Clarification) -> str:
+        return badge(obj.state, STATE_COLOURS.get(obj.state, "#6b7280"))
+
+    def get_urls(self) -> list[Any]:
+        return [
+            path("digest/", self.admin_site.admin_view(self.digest_view), name="clarify_digest"),
+            path("queue/", self.admin_site.admin_view(self.queue_view), name="clarify_queue"),
+            *super().get_urls(),
+        ]
+
+    def queue_view(self, request: HttpRequest) -> HttpResponse:
+        url = reverse("admin:clarify_clarification_changelist")
+        return HttpResponseRedirect(f"{url}?attention=yes")
+
+    def digest_view(self, request: HttpRequest) -> HttpResponse:
+        """Dead-lettered clarifications with their per-candidate reason codes."""
+        clarifications = list(
+            self.get_queryset(request).filter(state=State.DEAD_LETTERED).order_by("-updated_at")[:200]
+        )
+        events = {
+            e.clarification_id: e
+            for e in AuditEvent.objects.filter(
+                clarification__in=clarifications, type="dead_lettered"
+            ).order_by("at")
+        }
+        rows = [
+            {"clarification": c, "name": self.target_label(c),
+             "reasons": (events[c.pk].detail.get("skipReasons", []) if c.pk in events else [])}
+            for c in clarifications
+        ]
+        return render(request, "admin/clarify/digest.html",
+                      {**self.admin_site.each_context(request), "rows": rows,
+                       "title": "Steward digest: dead-lettered clarifications"})
+
+    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
+                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+        clar = self.get_object(request, object_id)
+        steward = steward_of(request)
+        if clar is None or steward is None:
+            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+        if request.method == "POST":
+            self._act(request, clar, steward)
+            return HttpResponseRedirect(request.path)
+        report = clarification_detail(clar)
+        versions = NodeVersion.objects.filter(node_id=clar.target_id).order_by("tx_from")
+        timeline = [
+            {"seq": v.seq, "valid": f"{iso(v.valid_from)} → {iso(v.valid_to)}",
+             "recorded": f"{iso(v.tx_from)} → {iso(v.tx_to)}", "confidence": v.confidence,
+             "evidence": v.evidence_class, "pending": v.pending,
+             "bound": v.tx_from == clar.fact_version_tx}
+            for v in versions
+        ]
+        span = ""
+        if clar.span_start is not None and clar.span_end is not None:
+            span = clar.source_version.text[clar.span_start : clar.span_end]
+        attestations = ResponseRecord.objects.filter(
+            clarification=clar, binding_status=BindingStatus.ATTESTATION
+        )
+        people = Person.objects.filter(tenant=clar.tenant, erased_at__isnull=True).exclude(
+            role=Rights.STEWARD
+        )
+        context = {
+            **self.admin_site.each_context(request),
+            "title": f"Clarification: {report['targetName']}",
+            "opts": self.opts,
+            "original": clar,
+            "report": report,
+            "timeline": timeline,
+            "span": span,
+            "source": clar.source_version.source,
+            "override_form": OverrideForm(clarification=clar),
+            "attestations": attestations,
+            "people": people,
+            "state_badge": self.state_badge(clar),
+            "severity_badge": self.severity_badge(clar),
+            "can_override": clar.state == State.CONFLICTED
+            or bool(clar.quorum_policy.get("allowStewardOverride")),
+            **(extra_context or {}),
+        }
+        return render(request, self.change_form_template, context)
+
+    def _act(self, request: HttpRequest, clar: Clarification, steward: Person) -> None:
+        action = request.POST.get("action")
+        caller = AnswerCaller(tenant=clar.tenant, clarify_service=False, person_id=steward.pk,
+                              rights=Rights.STEWARD)
+        try:
+            if action == "override":
+                form = OverrideForm(request.POST, clarification=clar)
+                if not form.is_valid():
+                    messages.error(request, f"Invalid override: {form.errors.as_text()}")
+                    return
+                data = form.cleaned_data
+                custom = None
+                if data["answer_index"] is None:
+                    custom = {"validFrom": _date_us(data["valid_from"]),
+                              "validTo": _date_us(data["valid_to"]),
+                              "sourceText": data["reason"] or None}
+                result = clarification_answer(
+                    caller=caller, clarification_id=clar.pk,
+                    answer=AnswerInput(answer_index=data["answer_index"], answer_custom=custom,
+                                       steward_override=True, channel="admin"),
+                )
+                if data["reason"]:
+                    audit_event_append(tenant=clar.tenant, clarification=clar,
+                                       type="override_reason",
+                                       detail={"by": str(steward.pk), "reason": data["reason"]})
+                messages.success(request, f"Override recorded: {result.body['outcome']}.")
+            elif action == "confirm":
+                record = ResponseRecord.objects.get(
+                    clarification=clar, pk=request.POST.get("response_id"),
+                    binding_status=BindingStatus.ATTESTATION,
+                )
+                custom = None
+                if record.answer_index is None:
+                    custom = {"validFrom": record.interval_from, "validTo": record.interval_to}
+                result = clarification_answer(
+                    caller=caller, clarification_id=clar.pk,
+                    answer=AnswerInput(answer_index=record.answer_index, answer_custom=custom,
+                                       channel="admin"),
+                )
+                messages.success(request, f"Attestation confirmed: {result.body['outcome']}.")
+            elif action == "reask":
+                ids = request.POST.getlist("ranking")
+                ranking = list(Person.objects.filter(tenant=clar.tenant, pk__in=ids,
+                                                     erased_at__isnull=True))
+                ranking.sort(key=lambda p: ids.index(str(p.pk)))
+                if not ranking:
+                    messages.error(request, "Choose at least one person to ask.")
+                    return
+                clarification_reask(clarification=clar, ranking=ranking, actor=steward)
+                messages.success(request, "Delivery re-enqueued for the new candidates.")
+            elif action == "erase":
+                person = Person.objects.get(tenant=clar.tenant, pk=request.POST.get("person_id"))
+                n = erase_person_attribution(tenant=clar.tenant, person=person)
+                messages.success(request, f"Attribution erased on {n} clarification(s).")
+            else:
+                messages.error(request, "Unknown action.")
+        except (ResponseRecord.DoesNotExist, Person.DoesNotExist, ValueError,
+                TimeParseError):
+            messages.error(request, "That record does not exist in this clarification.")
+        except DomainError as exc:
+            messages.error(request, f"Refused ({exc.code}): {exc.detail}")
+
+
+class ClarifyPolicyForm(forms.ModelForm):
+    class Meta:
+        model = ClarifyPolicy
+        fields = ("severity_elevate", "quorum_enabled", "critical_required_confirmations",
+                  "required_roles", "allow_steward_override")
+
+    def clean_severity_elevate(self) -> Any:
+        value = self.cleaned_data.get("severity_elevate")
+        from .models import Kind, Severity
+
+        if value is None:
+            return None
+        if not isinstance(value, dict) or any(
+            k not in Kind.values or v not in Severity.values for k, v in value.items()
+        ):
+            raise forms.ValidationError('Use {"kind": "severity"} with known kinds and severities.')
+        return value
+
+    def clean_required_roles(self) -> Any:
+        value = self.cleaned_data.get("required_roles")
+        if value is None:
+            return None
+        if not isinstance(value, list) or not value or any(r not in Rights.values for r in value):
+            raise forms.ValidationError('Use a list of roles, e.g. ["editor"].')
+        return value
+
+
+@admin.register(ClarifyPolicy)
+class ClarifyPolicyAdmin(TenantScopedAdmin):
+    """Empty fields fall back to the environment defaults. Changes apply to
+    clarifications opened afterwards and are audited."""
+
+    editable = True
+    form = ClarifyPolicyForm
+    list_display = ("tenant", "quorum_enabled", "critical_required_confirmations",
+                    "allow_steward_override", "updated_at")
+
+    def has_add_permission(self, request: HttpRequest) -> bool:
+        person = steward_of(request)
+        return person is not None and not ClarifyPolicy.objects.filter(tenant=person.tenant).exists()
+
+    def save_model(self, request: HttpRequest, obj: ClarifyPolicy, form: Any, change: bool) -> None:
+        steward = steward_of(request)
+        assert steward is not None
+        clarify_policy_update(
+            tenant=steward.tenant, actor=steward,
+            **{f: form.cleaned_data.get(f) for f in ClarifyPolicyForm.Meta.fields},
+        )
+        obj.tenant = steward.tenant
+        obj.pk = ClarifyPolicy.objects.get(tenant=steward.tenant).pk
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        return None

@@ -1,0 +1,38 @@
+"""`telha gdpr_erase --tenant SLUG --person EMAIL`: the full erasure executor."""
+
+import json
+from typing import Any
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from clarify.stewardship import gdpr_erase
+from telha.tenancy.models import Person, Tenant
+
+
+class Command(BaseCommand):
+    help = (
+        "Erase a person: attribution tombstoned everywhere, job rankings nil'd, delivery "
+        "records, aliases, keys and chat identities removed, the person tombstoned."
+    )
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--tenant", required=True)
+        parser.add_argument("--person", required=True, help="email of the person")
+        parser.add_argument("--json", action="store_true")
+
+    def handle(self, *args: Any, **opts: Any) -> None:
+        tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
+        if tenant is None:
+            raise CommandError(f"NOT_FOUND: no tenant {opts['tenant']!r}", returncode=1)
+        person = Person.objects.filter(
+            tenant=tenant, email=opts["person"].lower(), erased_at__isnull=True
+        ).first()
+        if person is None:
+            raise CommandError(f"NOT_FOUND: no person {opts['person']!r}", returncode=1)
+        counts = gdpr_erase(tenant=tenant, person=person)
+        if opts["json"]:
+            self.stdout.write(json.dumps(counts))
+        else:
+            self.stdout.write(
+                "Erased. " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
+            )
