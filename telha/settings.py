@@ -199,7 +199,10 @@ LOGGING = {
 }
 
 # In-process job workers the cluster runs for a kind prefix (see telha.jobs.dispatch).
-JOB_WORKERS: dict[str, str] = {"clarify:": "delivery.worker.handle_lease"}
+JOB_WORKERS: dict[str, str] = {
+    "clarify:": "delivery.worker.handle_lease",
+    "ingest:": "telha.ingest.documents.handle_lease",
+}
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Production runs one cluster per audience: e.g. "clarify=telha-clarify,ingest=telha-ingest".
 JOB_CLUSTER_FOR_AUDIENCE = env.dict("JOB_CLUSTER_FOR_AUDIENCE", default={})

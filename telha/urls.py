@@ -10,10 +10,12 @@ from delivery import inbox
 from telha.graph.api import views as graph_views
 from telha.health import healthz
 from telha.ingest.api import views as ingest_views
+from telha.ingest.api.documents import DocumentUploadView
 from telha.jobs.api import views as job_views
 
 api_v1 = [
     path("submissions", ingest_views.SubmissionView.as_view(), name="submissions"),
+    path("documents", DocumentUploadView.as_view(), name="documents"),
     path("nodes/<str:node_id>", graph_views.NodeView.as_view(), name="node"),
     path("nodes/<str:node_id>/history", graph_views.NodeHistoryView.as_view(), name="node-history"),
     path("query", graph_views.QueryView.as_view(), name="query"),

@@ -1,21 +1,26 @@
-"""`telha demo_setup`: load the demo workspace and its documents (idempotent)."""
+"""`telha demo_setup`: load the demo workspace and ingest its documents (idempotent)."""
 
 import json
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
-from telha.ingest.api.serializers import SubmissionInSerializer
-from telha.ingest.services import submission_apply, submission_plan
+from clarify.models import ClarifyPolicy
+from telha.ingest.detection.build import SUPPORTED, FileInput
+from telha.ingest.documents import ingest_file, people_by_name
 from telha.tenancy.services import workspace_load
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
+# Folders without front-matter ACLs get these readers.
+FOLDER_ACL = {"policies": ["group:finance"], "mail": ["group:legal", "group:finance"]}
+FIXED_MTIME = datetime(2026, 9, 1, tzinfo=UTC)
 
 
 class Command(BaseCommand):
-    help = "Load the demo workspace and apply the demo submissions (safe to run again)."
+    help = "Load the demo workspace and ingest the demo documents (safe to run again)."
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("--dir", default=str(DEMO_DIR))
@@ -24,14 +29,29 @@ class Command(BaseCommand):
         demo = Path(opts["dir"])
         data = json.loads((demo / "workspace.json").read_text())
         tenant = workspace_load(data=data).tenant
+        # Signature conflicts are high-stakes in the demo: they need two confirmations.
+        ClarifyPolicy.objects.get_or_create(
+            tenant=tenant, defaults={"severity_elevate": {"conflicting_dates": "critical"}}
+        )
+        names = people_by_name(tenant)
         opened = deduplicated = 0
-        for path in sorted((demo / "submissions").glob("*.json")):
-            shape = SubmissionInSerializer(data=json.loads(path.read_text()))
-            shape.is_valid(raise_exception=True)
-            result = submission_apply(tenant=tenant, plan=submission_plan(shape.validated_data))
-            for clar in result["clarifications"]:
-                deduplicated += clar["deduplicated"]
-                opened += not clar["deduplicated"]
+        root = demo / "documents"
+        for path in sorted(root.rglob("*")):
+            if not path.is_file() or path.suffix.lower() not in SUPPORTED:
+                continue
+            relative = path.relative_to(root)
+            outcome = ingest_file(
+                tenant=tenant,
+                file=FileInput(name=str(relative), data=path.read_bytes(), modified=FIXED_MTIME),
+                system="demo",
+                clarify=bool(settings.CLARIFY["ENABLED"]),
+                acl=FOLDER_ACL.get(relative.parts[0]),
+                names=names,
+            )
+            if outcome.error:
+                self.stderr.write(f"  ! {relative}: {outcome.error}")
+            opened += outcome.opened
+            deduplicated += outcome.deduplicated
         self.stdout.write(
             f"Demo workspace {tenant.slug!r} ready: {tenant.people.count()} people, "
             f"{opened} clarification(s) opened, {deduplicated} already there."

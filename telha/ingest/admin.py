@@ -1,0 +1,90 @@
+"""Document uploads for stewards: an upload form, and each document's job outcome."""
+
+from typing import Any
+
+from django import forms
+from django.contrib import admin, messages
+from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
+from django.shortcuts import render
+from django.urls import path, reverse
+
+from telha.admin_site import TenantScopedAdmin, steward_of
+from telha.graph.services import acl_principal_valid
+from telha.jobs.models import Job
+
+from .detection.build import MAX_FILE_BYTES, SUPPORTED
+from .documents import document_upload
+from .models import Document
+
+
+class UploadForm(forms.Form):
+    file = forms.FileField(help_text="A .txt, .md, .csv or .eml file of at most 10 MB.")
+    title = forms.CharField(required=False, max_length=500)
+    acl = forms.CharField(required=False, help_text="Comma list, e.g. group:legal,email:a@b.c")
+    restriction = forms.CharField(required=False, max_length=100)
+
+    def clean_file(self) -> Any:
+        upload = self.cleaned_data["file"]
+        name = upload.name.lower()
+        if not any(name.endswith(s) for s in SUPPORTED):
+            raise forms.ValidationError("Only .txt, .md, .csv and .eml files are accepted.")
+        if upload.size > MAX_FILE_BYTES:
+            raise forms.ValidationError("Files over 10 MB are not accepted.")
+        return upload
+
+    def clean_acl(self) -> list[str]:
+        acl = [p.strip() for p in self.cleaned_data.get("acl", "").split(",") if p.strip()]
+        if not all(acl_principal_valid(p) for p in acl):
+            raise forms.ValidationError("Use group:NAME, email:ADDR or aad:OID.")
+        return acl
+
+
+@admin.register(Document)
+class DocumentAdmin(TenantScopedAdmin):
+    list_display = ("filename", "title", "size", "created_at", "job_status", "job_outcome")
+    fields = ("filename", "title", "size", "acl", "restriction", "uploaded_by", "created_at",
+              "job_status", "job_outcome")
+    readonly_fields = fields
+
+    def get_urls(self) -> list[Any]:
+        return [path("upload/", self.admin_site.admin_view(self.upload_view),
+                     name="ingest_document_upload"), *super().get_urls()]
+
+    def _job(self, obj: Document) -> Job | None:
+        return Job.objects.filter(pk=obj.job_id).first() if obj.job_id else None
+
+    @admin.display(description="job")
+    def job_status(self, obj: Document) -> str:
+        job = self._job(obj)
+        return f"#{job.pk} {job.status}" if job else "-"
+
+    @admin.display(description="outcome")
+    def job_outcome(self, obj: Document) -> str:
+        job = self._job(obj)
+        if job is None:
+            return "-"
+        if job.result:
+            r = job.result
+            kinds = ", ".join(f"{k} {v}" for k, v in (r.get("ambiguities") or {}).items())
+            return (f"{r.get('facts', 0)} facts, ambiguities: {kinds or 'none'}, "
+                    f"{r.get('opened', 0)} opened, {r.get('deduplicated', 0)} deduplicated")
+        return job.last_error or "waiting for the worker"
+
+    def upload_view(self, request: HttpRequest) -> HttpResponse:
+        steward = steward_of(request)
+        assert steward is not None
+        form = UploadForm(request.POST or None, request.FILES or None)
+        if request.method == "POST" and form.is_valid():
+            upload = form.cleaned_data["file"]
+            document = document_upload(
+                tenant=steward.tenant, filename=upload.name, content=upload, size=upload.size,
+                title=form.cleaned_data["title"], acl=form.cleaned_data["acl"],
+                restriction=form.cleaned_data["restriction"] or None,
+                uploaded_by=f"steward:{steward.pk}",
+            )
+            messages.success(request, f"Uploaded {document.filename}; job #{document.job_id} "
+                                      "will detect its ambiguities.")
+            return HttpResponseRedirect(reverse("admin:ingest_document_changelist"))
+        return render(request, "admin/ingest/upload.html",
+                      {**self.admin_site.each_context(request), "form": form,
+                       "title": "Upload a document", "opts": self.opts})

@@ -1,0 +1,75 @@
+"""`POST /v1/documents` (CONTRACT §3.1b): upload a file for the detection worker."""
+
+from pathlib import PurePosixPath
+
+from drf_spectacular.utils import extend_schema, inline_serializer
+from rest_framework import parsers, serializers
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from telha.common.errors import DomainError, InvalidInput
+from telha.graph.services import acl_principal_valid
+from telha.ingest.detection.build import MAX_FILE_BYTES, SUPPORTED
+from telha.ingest.documents import INGEST_DOCUMENT_KIND, document_upload
+from telha.tenancy.auth import IsIngestServiceOrSteward
+
+
+class UnsupportedDocument(DomainError):
+    status_code = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+    default_detail = "Only .txt, .md, .csv and .eml files are accepted."
+
+
+class DocumentTooLarge(DomainError):
+    status_code = 413
+    code = "PAYLOAD_TOO_LARGE"
+    default_detail = "Files over 10 MB are not accepted."
+
+
+class DocumentUploadView(APIView):
+    permission_classes = [IsIngestServiceOrSteward]
+    parser_classes = [parsers.MultiPartParser]
+
+    @extend_schema(
+        request={"multipart/form-data": inline_serializer(
+            "DocumentUpload",
+            {"file": serializers.FileField(), "title": serializers.CharField(required=False),
+             "acl": serializers.CharField(required=False),
+             "restriction": serializers.CharField(required=False)},
+        )},
+        responses={202: inline_serializer("DocumentAccepted", {
+            "jobId": serializers.IntegerField(), "kind": serializers.CharField()})},
+        tags=["ingest"],
+    )
+    def post(self, request: Request) -> Response:
+        """Store the file and enqueue an `ingest:document` job (202 with its id)."""
+        length = int(request.META.get("CONTENT_LENGTH") or 0)
+        if length > MAX_FILE_BYTES + 64 * 1024:
+            raise DocumentTooLarge()
+        upload = request.FILES.get("file")
+        if upload is None:
+            raise InvalidInput("Send the document as the multipart field `file`.")
+        if upload.size is not None and upload.size > MAX_FILE_BYTES:
+            raise DocumentTooLarge()
+        name = PurePosixPath(upload.name or "").name
+        if PurePosixPath(name).suffix.lower() not in SUPPORTED:
+            raise UnsupportedDocument()
+        acl = [p.strip() for p in str(request.data.get("acl", "")).split(",") if p.strip()]
+        if not all(acl_principal_valid(p) for p in acl):
+            raise InvalidInput("acl takes group:NAME, email:ADDR or aad:OID principals.")
+        caller = request.user
+        document = document_upload(
+            tenant=caller.tenant,  # type: ignore[union-attr]
+            filename=name,
+            content=upload,
+            size=upload.size or 0,
+            title=str(request.data.get("title", ""))[:500],
+            acl=acl,
+            restriction=str(request.data.get("restriction") or "")[:100] or None,
+            uploaded_by=f"key:{caller.key.pk}",  # type: ignore[union-attr]
+        )
+        return Response({"jobId": document.job_id, "kind": INGEST_DOCUMENT_KIND}, status=202)
+
+
+

@@ -1,0 +1,125 @@
+"""Turn a file into a Submission (CONTRACT §3.1): detect, then shape."""
+
+from dataclasses import dataclass
+from datetime import UTC, date, datetime
+from pathlib import PurePosixPath
+from typing import Any
+
+from .mail import detect_email
+from .model import Detection, day_us
+from .tabular import detect_csv
+from .text import detect_text
+
+SUPPORTED = {".txt", ".md", ".csv", ".eml"}
+MAX_FILE_BYTES = 10 * 1024 * 1024
+
+
+class UnsupportedFile(ValueError):
+    """A file type the detection worker does not read."""
+
+
+@dataclass(frozen=True)
+class FileInput:
+    name: str  # relative path: the source's externalId
+    data: bytes
+    modified: datetime | None = None
+
+
+def detect(file: FileInput, *, people_by_name: dict[str, str] | None = None) -> Detection:
+    suffix = PurePosixPath(file.name).suffix.lower()
+    if suffix not in SUPPORTED:
+        raise UnsupportedFile(f"{file.name}: only {', '.join(sorted(SUPPORTED))} are read")
+    if suffix == ".eml":
+        return detect_email(file.data, filename=file.name)
+    text = file.data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    if suffix == ".csv":
+        return detect_csv(text, filename=file.name, people_by_name=people_by_name)
+    file_date = file.modified.astimezone(UTC).date() if file.modified else None
+    return detect_text(text, filename=file.name, file_date=file_date,
+                       people_by_name=people_by_name)
+
+
+def _us(d: date | None) -> int | None:
+    return day_us(d) if d is not None else None
+
+
+def to_submission(
+    detection: Detection,
+    *,
+    system: str,
+    external_id: str,
+    clarify: bool,
+    acl: list[str] | None = None,
+    restriction: str | None = None,
+    title: str | None = None,
+) -> dict[str, Any]:
+    """The Submission for a detection. Ambiguities are emitted only when the capability
+    flag (`options.clarify`) is on; the best guess is then applied by the core."""
+    spans: list[dict[str, int]] = []
+
+    def span_ref(span: tuple[int, int] | None) -> int | None:
+        if span is None:
+            return None
+        item = {"start": span[0], "end": span[1]}
+        if item not in spans:
+            spans.append(item)
+        return spans.index(item)
+
+    nodes: list[dict[str, Any]] = []
+    ref_of: dict[str, int] = {}
+    findings = {f.node_key: f for f in detection.findings} if clarify else {}
+    for fact in detection.facts:
+        finding = findings.get(fact.key)
+        vf, vt = _us(fact.valid_from), _us(fact.valid_to)
+        if vf is not None and vt is not None and vf >= vt:
+            vt = None
+        ref_of[fact.key] = len(nodes)
+        nodes.append({
+            "ref": len(nodes), "key": fact.key, "labels": fact.labels,
+            "properties": fact.properties, "validFrom": vf, "validTo": vt,
+            "confidence": fact.confidence,
+            "spanRef": span_ref(finding.span if finding and finding.span else fact.span),
+        })
+    edges: list[dict[str, Any]] = []
+    person_ref: dict[str, int] = {}
+    for fact_key, edge_type, person in detection.people:
+        if not person.key():
+            continue
+        if person.key() not in person_ref:
+            props = {"name": person.name} if person.name else {}
+            if person.email:
+                props["email"] = person.email
+            person_ref[person.key()] = len(nodes)
+            nodes.append({"ref": len(nodes), "key": f"person:{person.key()}"[:500],
+                          "labels": ["PERSON"], "properties": props})
+        targets = [f.key for f in detection.facts] if fact_key == "*" else [fact_key]
+        for target in targets:
+            if target not in ref_of:
+                continue
+            edge = {"type": edge_type, "from": ref_of[target], "to": person_ref[person.key()]}
+            if edge not in edges:
+                edges.append(edge)
+    ambiguities = []
+    for finding in findings.values():
+        if finding.node_key not in ref_of:
+            continue
+        ambiguities.append({
+            "nodeRef": ref_of[finding.node_key],
+            "kind": finding.kind,
+            "candidates": [
+                {"validFrom": _us(c.valid_from), "validTo": _us(c.valid_to),
+                 "label": c.label[:200], "spanRef": span_ref(c.span)}
+                for c in finding.candidates
+            ],
+            "detectorConfidence": finding.detector_confidence,
+            "appliedCandidateConfidence": finding.applied_candidate_confidence,
+        })
+    return {
+        "source": {
+            "system": system, "externalId": external_id[:500],
+            "title": (title or detection.title)[:500], "uri": "",
+            "text": detection.text, "acl": acl if acl is not None else detection.acl,
+            "restriction": restriction or detection.restriction,
+        },
+        "spans": spans, "nodes": nodes, "edges": edges, "ambiguities": ambiguities,
+    }

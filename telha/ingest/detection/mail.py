@@ -1,0 +1,103 @@
+"""Detection rules for email (.eml): envelope-date integrity only.
+
+* `rule_missing_date` — no Date header → `undated`, the Received times as candidates.
+* `rule_unparseable_date` — a Date header that does not parse → `low_confidence_extraction`.
+* `rule_date_received_mismatch` — Date and the first Received hop disagree by more than
+  `TOLERANCE` → `conflicting_dates` ("12 June (sent)" vs "13 June (received)").
+From → SENT_BY, To → TO, Cc → CC.
+"""
+
+from datetime import UTC, datetime, timedelta
+from email import policy
+from email.message import EmailMessage
+from email.parser import BytesParser
+from email.utils import getaddresses, parsedate_to_datetime
+
+from .dates import label_with_year
+from .model import Candidate, Detection, Fact, Finding, PersonRef
+
+TOLERANCE = timedelta(hours=24)
+
+
+def _parse(value: str | None) -> datetime | None:
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(str(value))
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed is None:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def received_times(message: EmailMessage) -> list[datetime]:
+    """Times of the Received hops (the part after the last ';'), oldest first."""
+    out = []
+    for header in message.get_all("Received", []) or []:
+        stamp = _parse(str(header).rsplit(";", 1)[-1].strip()) if ";" in str(header) else None
+        if stamp is not None:
+            out.append(stamp)
+    return sorted(out)
+
+
+def _candidate(d: datetime, role: str, span: tuple[int, int] | None) -> Candidate:
+    day = d.astimezone(UTC).date()
+    return Candidate(f"{label_with_year(day)} ({role})", day, None, span)
+
+
+def rule_missing_date(raw: str | None, received: list[datetime]) -> Finding | None:
+    if raw or not received:
+        return None
+    return Finding(rule="missing_date", node_key="message", kind="undated",
+                   candidates=[_candidate(received[0], "received", None)],
+                   detector_confidence=0.9, applied_candidate_confidence=0.6)
+
+
+def rule_unparseable_date(raw: str | None, sent: datetime | None, received: list[datetime],
+                          span: tuple[int, int] | None) -> Finding | None:
+    if not raw or sent is not None:
+        return None
+    candidates = [_candidate(received[0], "received", span)] if received else [
+        Candidate(f"unreadable Date header: {raw[:60]!r}", None, None, span)]
+    return Finding(rule="unparseable_date", node_key="message", kind="low_confidence_extraction",
+                   candidates=candidates, detector_confidence=0.85,
+                   applied_candidate_confidence=0.4, span=span)
+
+
+def rule_date_received_mismatch(sent: datetime | None, received: list[datetime],
+                                span: tuple[int, int] | None) -> Finding | None:
+    if sent is None or not received or abs(received[0] - sent) <= TOLERANCE:
+        return None
+    return Finding(rule="date_received_mismatch", node_key="message", kind="conflicting_dates",
+                   candidates=[_candidate(sent, "sent", span), _candidate(received[0], "received", span)],
+                   detector_confidence=0.85, applied_candidate_confidence=0.5, span=span)
+
+
+def detect_email(data: bytes, *, filename: str) -> Detection:
+    message = BytesParser(policy=policy.default).parsebytes(data)
+    assert isinstance(message, EmailMessage)
+    subject = str(message.get("Subject") or filename)
+    raw_date = str(message.get("Date")) if message.get("Date") is not None else None
+    sent = _parse(raw_date)
+    received = received_times(message)
+    body_part = message.get_body(preferencelist=("plain",))
+    body = body_part.get_content() if body_part is not None else ""
+    date_line = f"Date: {raw_date}" if raw_date else "Date: (none)"
+    head = "\n".join([f"Subject: {subject}", f"From: {message.get('From', '')}",
+                      f"To: {message.get('To', '')}", date_line])
+    text = f"{head}\n\n{body}"
+    start = text.find(date_line)
+    span = (start, start + len(date_line)) if start >= 0 else None
+    finding = (rule_missing_date(raw_date, received)
+               or rule_unparseable_date(raw_date, sent, received, span)
+               or rule_date_received_mismatch(sent, received, span))
+    fact = Fact(key="message", labels=["EMAIL"], properties={"name": subject, "subject": subject},
+                valid_from=sent.astimezone(UTC).date() if sent else None, span=span)
+    detection = Detection(title=subject, text=text, facts=[fact],
+                          findings=[finding] if finding else [])
+    for header, edge in (("From", "SENT_BY"), ("To", "TO"), ("Cc", "CC")):
+        for name, address in getaddresses([str(v) for v in message.get_all(header, []) or []]):
+            if address:
+                detection.people.append(("message", edge, PersonRef(name=name, email=address.lower())))
+    return detection

@@ -1,0 +1,143 @@
+"""Detection rules for tables (.csv): designated validity columns only.
+
+* `read_cell` — ISO and English textual dates are unambiguous; `03/04/2026` has two
+  readings (3 April vs 4 March) unless one part is above 12 or both are equal; anything
+  else in a validity column is unreadable.
+* `rule_ambiguous_cell` — two readings → `conflicting_dates` with both as candidates.
+* `rule_unreadable_cell` — an unreadable cell → `low_confidence_extraction`.
+At most `MAX_FINDINGS_PER_FILE` ambiguities per file; the `owner` column names the owner.
+"""
+
+import csv
+import io
+import re
+from dataclasses import dataclass
+from datetime import date
+
+from .dates import label_with_year, parse_date_text
+from .model import Candidate, Detection, Fact, Finding, PersonRef
+
+DEFAULT_START_COLUMNS = ("valid_from", "effective_date", "effective_from", "start_date", "starts")
+DEFAULT_END_COLUMNS = ("valid_to", "effective_to", "end_date", "expiry_date", "expires", "ends")
+ID_COLUMNS = ("id", "policy_id", "ref", "reference")
+NAME_COLUMNS = ("name", "title", "policy", "description")
+OWNER_COLUMNS = ("owner", "owner_email")
+MAX_FINDINGS_PER_FILE = 5
+SLASHED = re.compile(r"^\s*(\d{1,2})[/.-](\d{1,2})[/.-]((?:19|20)\d\d)\s*$")
+
+
+@dataclass(frozen=True)
+class CellReading:
+    """What a validity cell says: one date, two readings, or nothing readable."""
+
+    dates: tuple[date, ...]
+    blank: bool = False
+
+    @property
+    def unambiguous(self) -> date | None:
+        return self.dates[0] if len(self.dates) == 1 else None
+
+
+def read_cell(value: str) -> CellReading:
+    value = (value or "").strip()
+    if not value:
+        return CellReading((), blank=True)
+    parsed = parse_date_text(value)
+    if parsed is not None:
+        return CellReading((parsed,))
+    m = SLASHED.match(value)
+    if m is None:
+        return CellReading(())
+    a, b, year = int(m.group(1)), int(m.group(2)), int(m.group(3))
+    readings: list[date] = []
+    for day, month in ((a, b), (b, a)):
+        try:
+            d = date(year, month, day)
+        except ValueError:
+            continue
+        if d not in readings:
+            readings.append(d)
+    return CellReading(tuple(readings))
+
+
+def _column(header: list[str], options: tuple[str, ...]) -> str | None:
+    lowered = {h.strip().lower(): h for h in header}
+    return next((lowered[o] for o in options if o in lowered), None)
+
+
+def rule_ambiguous_cell(key: str, column: str, raw: str, reading: CellReading, is_end: bool
+                        ) -> Finding | None:
+    if len(reading.dates) < 2:
+        return None
+    candidates = [
+        Candidate(f"{label_with_year(d)} (reading {raw.strip()} as {'day/month' if i == 0 else 'month/day'})",
+                  None if is_end else d, d if is_end else None)
+        for i, d in enumerate(reading.dates)
+    ]
+    return Finding(rule="ambiguous_cell", node_key=key, kind="conflicting_dates",
+                   candidates=candidates, detector_confidence=0.9,
+                   applied_candidate_confidence=0.5)
+
+
+def rule_unreadable_cell(key: str, column: str, raw: str, reading: CellReading) -> Finding | None:
+    if reading.dates or reading.blank:
+        return None
+    return Finding(rule="unreadable_cell", node_key=key, kind="low_confidence_extraction",
+                   candidates=[Candidate(f"unreadable {column}: {raw.strip()[:60]!r}")],
+                   detector_confidence=0.8, applied_candidate_confidence=0.2)
+
+
+def detect_csv(
+    text: str,
+    *,
+    filename: str,
+    start_columns: tuple[str, ...] = DEFAULT_START_COLUMNS,
+    end_columns: tuple[str, ...] = DEFAULT_END_COLUMNS,
+    label: str = "POLICY",
+    people_by_name: dict[str, str] | None = None,
+) -> Detection:
+    """One fact per row; validity from the designated columns; findings capped."""
+    reader = csv.DictReader(io.StringIO(text))
+    header = reader.fieldnames or []
+    start_col = _column(header, start_columns)
+    end_col = _column(header, end_columns)
+    id_col = _column(header, ID_COLUMNS)
+    name_col = _column(header, NAME_COLUMNS)
+    owner_col = _column(header, OWNER_COLUMNS)
+    detection = Detection(title=filename, text=text)
+    for number, row in enumerate(reader, start=1):
+        key = f"row-{(row.get(id_col) or '').strip() or number}" if id_col else f"row-{number}"
+        fact = Fact(key=key, labels=[label],
+                    properties={k: (v or "").strip() for k, v in row.items() if k})
+        if name_col and row.get(name_col):
+            fact.properties["name"] = row[name_col].strip()
+        finding: Finding | None = None
+        for column, is_end in ((start_col, False), (end_col, True)):
+            if column is None:
+                continue
+            raw = row.get(column) or ""
+            reading = read_cell(raw)
+            if reading.unambiguous is not None:
+                if is_end:
+                    fact.valid_to = reading.unambiguous
+                else:
+                    fact.valid_from = reading.unambiguous
+            elif finding is None and len(detection.findings) < MAX_FINDINGS_PER_FILE:
+                finding = rule_ambiguous_cell(key, column, raw, reading, is_end) or \
+                    rule_unreadable_cell(key, column, raw, reading)
+        if fact.valid_from and fact.valid_to and fact.valid_from >= fact.valid_to:
+            fact.valid_to = None
+        if finding is not None:
+            for cand in finding.candidates:
+                if cand.valid_from is None and cand.valid_to is not None:
+                    cand.valid_from = fact.valid_from if fact.valid_from and fact.valid_from < cand.valid_to else None
+                elif cand.valid_from is not None and cand.valid_to is None and fact.valid_to and fact.valid_to > cand.valid_from:
+                    cand.valid_to = fact.valid_to
+            detection.findings.append(finding)
+        detection.facts.append(fact)
+        if owner_col and (row.get(owner_col) or "").strip():
+            owner = row[owner_col].strip()
+            ref = PersonRef(email=owner.lower()) if "@" in owner else PersonRef(
+                name=owner, email=(people_by_name or {}).get(owner.lower(), ""))
+            detection.people.append((key, "OWNED_BY", ref))
+    return detection

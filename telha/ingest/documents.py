@@ -1,0 +1,140 @@
+"""Ingesting files: the one code path behind `telha ingest`, the `ingest:document` job
+worker and uploads. Detection → Submission → the same validation and apply as the API."""
+
+import logging
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db import transaction
+
+from telha.common.errors import DomainError, SubmissionInvalid, flatten_errors
+from telha.jobs.services import Lease, job_complete, job_enqueue, job_fail
+from telha.tenancy.models import Tenant
+
+from .api.serializers import SubmissionInSerializer
+from .detection.build import FileInput, UnsupportedFile, detect, to_submission
+from .models import Document
+from .services import submission_apply, submission_plan
+
+log = logging.getLogger(__name__)
+INGEST_DOCUMENT_KIND = "ingest:document"
+
+
+@dataclass
+class IngestOutcome:
+    file: str
+    facts: int = 0
+    ambiguities: Counter = field(default_factory=Counter)
+    opened: int = 0
+    deduplicated: int = 0
+    error: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"file": self.file, "facts": self.facts, "ambiguities": dict(self.ambiguities),
+                "opened": self.opened, "deduplicated": self.deduplicated, "error": self.error}
+
+
+def people_by_name(tenant: Tenant) -> dict[str, str]:
+    """Lower-cased names of the tenant's people → their email (to resolve "signed by …")."""
+    names: dict[str, str] = {}
+    for name, email in tenant.people.filter(erased_at__isnull=True).values_list("name", "email"):
+        names.setdefault(name.lower(), email)
+    return names
+
+
+def ingest_file(
+    *,
+    tenant: Tenant,
+    file: FileInput,
+    system: str = "files",
+    clarify: bool = True,
+    acl: list[str] | None = None,
+    restriction: str | None = None,
+    title: str | None = None,
+    names: dict[str, str] | None = None,
+) -> IngestOutcome:
+    """Detect and apply one file. Refusals (unsupported type, an invalid submission) are
+    reported in the outcome and write nothing."""
+    outcome = IngestOutcome(file=file.name)
+    try:
+        detection = detect(file, people_by_name=names if names is not None else people_by_name(tenant))
+        data = to_submission(detection, system=system, external_id=file.name, clarify=clarify,
+                             acl=acl, restriction=restriction, title=title)
+        shape = SubmissionInSerializer(data=data)
+        if not shape.is_valid():
+            raise SubmissionInvalid(flatten_errors(shape.errors))
+        result = submission_apply(tenant=tenant, plan=submission_plan(shape.validated_data))
+    except UnsupportedFile as exc:
+        outcome.error = str(exc)
+        return outcome
+    except DomainError as exc:
+        outcome.error = f"{exc.code}: {exc.detail}"
+        return outcome
+    outcome.facts = sum(1 for n in data["nodes"] if "PERSON" not in n["labels"])
+    outcome.ambiguities.update(a["kind"] for a in data["ambiguities"])
+    for clar in result["clarifications"]:
+        if clar["deduplicated"]:
+            outcome.deduplicated += 1
+        else:
+            outcome.opened += 1
+    return outcome
+
+
+@transaction.atomic
+def document_upload(
+    *,
+    tenant: Tenant,
+    filename: str,
+    content: Any,
+    size: int,
+    title: str = "",
+    acl: list[str] | None = None,
+    restriction: str | None = None,
+    uploaded_by: str = "",
+) -> Document:
+    """Store an uploaded file and enqueue its `ingest:document` job (same transaction)."""
+    document = Document(tenant=tenant, filename=filename[:255], size=size, title=title[:500],
+                        acl=acl or [], restriction=restriction or None,
+                        uploaded_by=uploaded_by[:200])
+    document.file.save(filename[:100], content, save=False)
+    document.save()
+    job = job_enqueue(tenant=tenant, kind=INGEST_DOCUMENT_KIND,
+                      payload={"v": 1, "documentId": str(document.pk)},
+                      priority=2, subject=str(document.pk))
+    document.job_id = job.pk
+    document.save(update_fields=["job_id"])
+    from telha.jobs import dispatch
+
+    transaction.on_commit(lambda: dispatch.kick(INGEST_DOCUMENT_KIND))
+    return document
+
+
+def handle_lease(lease: Lease) -> None:
+    """The `ingest:` worker: ambiguities are emitted only when the job's capability flag
+    `options.clarify` is true (the core sets it when clarify is enabled)."""
+    job = lease.job
+    payload = job.payload if isinstance(job.payload, dict) else {}
+    document = Document.objects.filter(pk=payload.get("documentId"), tenant=job.tenant_id).first()
+    if document is None:
+        job_fail(tenant=None, job_id=job.pk, token=lease.token, retryable=False,
+                 reason="DOCUMENT_MISSING")
+        return
+    clarify = bool((payload.get("options") or {}).get("clarify"))
+    with document.file.open("rb") as fh:
+        data = fh.read()
+    outcome = ingest_file(
+        tenant=document.tenant,
+        file=FileInput(name=document.filename, data=data, modified=document.created_at),
+        system="upload",
+        clarify=clarify,
+        acl=document.acl or None,
+        restriction=document.restriction,
+        title=document.title or None,
+    )
+    if outcome.error:
+        job_fail(tenant=None, job_id=job.pk, token=lease.token, retryable=False,
+                 reason="INGEST_FAILED", detail=outcome.error)
+        return
+    job_complete(tenant=None, job_id=job.pk, token=lease.token,
+                 result={**outcome.as_dict(), "clarify": clarify})

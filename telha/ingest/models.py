@@ -1,0 +1,30 @@
+"""Uploaded documents waiting for (or done with) the detection worker."""
+
+import uuid
+
+from django.db import models
+
+from telha.tenancy.models import Tenant
+
+
+class Document(models.Model):
+    """A file uploaded through `POST /v1/documents` or the steward admin; the
+    `ingest:document` job that processes it carries this id."""
+
+    id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="documents")
+    filename = models.CharField(max_length=255)
+    file = models.FileField(upload_to="documents/%Y/%m/")
+    size = models.PositiveIntegerField()
+    title = models.CharField(max_length=500, blank=True)
+    acl = models.JSONField(default=list, blank=True)
+    restriction = models.CharField(max_length=100, null=True, blank=True)
+    uploaded_by = models.CharField(max_length=200, blank=True)
+    job_id = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+
+    def __str__(self) -> str:
+        return self.filename
