@@ -93,3 +93,19 @@ class CardAction(models.Model):
 
     def __str__(self) -> str:
         return f"{self.channel}:{self.action_id} → {self.outcome}"
+
+
+class TeamsConversation(models.Model):
+    """A Teams conversation reference for proactive messages, bound to a person only
+    through a verified alias (`teamsUserId` or `aadOid`)."""
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="teams_conversations")
+    person = models.OneToOneField(Person, on_delete=models.CASCADE, related_name="teams_conversation")
+    conversation_id = models.CharField(max_length=500)
+    service_url = models.URLField(max_length=500)
+    teams_tenant_id = models.CharField(max_length=100, blank=True)
+    user_id = models.CharField(max_length=200)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    def __str__(self) -> str:
+        return f"teams conversation of {self.person_id}"
