@@ -11,7 +11,7 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from delivery.models import CardAction, Delivery, NonceState
+from delivery.models import CardAction, Delivery, NonceState, TeamsConversation
 from telha.common.errors import Conflict, NotFound
 
 from telha.graph.models import Node, NodeVersion, Source
@@ -188,6 +188,7 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
     deliveries = Delivery.objects.filter(person=person)
     CardAction.objects.filter(delivery__in=deliveries).delete()
     counts["deliveries"] = deliveries.delete()[0]
+    counts["chatIdentities"] = TeamsConversation.objects.filter(person=person).delete()[0]
     for event in AuditEvent.objects.filter(tenant=tenant):
         scrubbed = _scrub(event.detail, needles)
         if scrubbed != event.detail:

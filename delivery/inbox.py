@@ -97,3 +97,71 @@ def answer(request: HttpRequest) -> HttpResponse:
     else:
         messages.error(request, outcome.text)
     return HttpResponseRedirect("/inbox/")
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def ask(request: HttpRequest) -> HttpResponse:
+    """Ask a question about the facts you may read (ASK_ENABLED)."""
+    from django.conf import settings
+    from django.http import Http404
+
+    from .ask import respond
+
+    if not settings.ASK_ENABLED:
+        raise Http404("Asking is not enabled.")
+    person = _person(request)
+    context: dict[str, Any] = {"person": person, "question": "", "answer": None}
+    if request.method == "POST" and person is not None:
+        question = request.POST.get("question", "").strip()[:1000]
+        if question:
+            _, answer = respond(person=person, question=question, channel="inbox")
+            context.update(question=question, answer=answer)
+    return render(request, "inbox/ask.html", context)
+
+
+@login_required
+@require_POST
+def ask_now_view(request: HttpRequest) -> HttpResponse:
+    from django.conf import settings
+    from django.http import Http404
+
+    from .ask import ask_now
+
+    person = _person(request)
+    if not settings.ASK_ENABLED or person is None:
+        raise Http404("Asking is not enabled.")
+    messages.info(request, ask_now(requester=person,
+                                   clarification_id=request.POST.get("clarification_id")))
+    return HttpResponseRedirect("/inbox/ask/")
+
+
+@login_required
+@require_http_methods(["GET"])
+def fact(request: HttpRequest, node_id: str) -> HttpResponse:
+    """The full trace of a fact you may read: every version with its evidence."""
+    import uuid as _uuid
+
+    from django.http import Http404
+
+    from telha.common.times import iso
+    from telha.graph.models import NodeVersion
+    from telha.graph.selectors import readable_nodes
+
+    from .ask import reader_for
+
+    person = _person(request)
+    try:
+        pk = _uuid.UUID(node_id)
+    except ValueError as exc:
+        raise Http404 from exc
+    if person is None or not readable_nodes(reader_for(person)).filter(pk=pk).exists():
+        raise Http404("No such fact.")
+    versions = [
+        {"seq": v.seq, "name": v.properties.get("name", ""),
+         "valid": f"{iso(v.valid_from)} → {iso(v.valid_to)}",
+         "recorded": f"{iso(v.tx_from)} → {iso(v.tx_to)}", "confidence": v.confidence,
+         "evidence": v.evidence_class, "pending": v.pending}
+        for v in NodeVersion.objects.filter(node_id=pk).order_by("tx_from")
+    ]
+    return render(request, "inbox/fact.html", {"versions": versions})

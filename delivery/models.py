@@ -109,3 +109,35 @@ class TeamsConversation(models.Model):
 
     def __str__(self) -> str:
         return f"teams conversation of {self.person_id}"
+
+
+class ChatTurn(models.Model):
+    """One side of a persisted chat exchange (two rows per exchange). `channel_origin` is on
+    both; only the assistant's row carries `restriction_provenance`, validated at write
+    time so the column never holds a value the delivery gate cannot parse."""
+
+    class Role(models.TextChoices):
+        PERSON = "person"
+        ASSISTANT = "assistant"
+
+    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="chat_turns")
+    person = models.ForeignKey(Person, on_delete=models.CASCADE, related_name="chat_turns")
+    exchange = models.UUIDField(db_index=True)
+    role = models.CharField(max_length=10, choices=Role.choices)
+    channel_origin = models.CharField(max_length=12)
+    text = models.TextField()
+    restriction_provenance = models.JSONField(null=True, blank=True)
+    delivered_text = models.TextField(blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=models.Q(role="assistant") | models.Q(restriction_provenance__isnull=True),
+                name="chatturn_provenance_on_assistant_only",
+            )
+        ]
+        ordering = ["created_at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.role} turn via {self.channel_origin}"

@@ -1,9 +1,21 @@
 """What of a source may cross to a chat channel. A restricted source's content never
-crosses verbatim: its cards carry no excerpt."""
+crosses verbatim: cards carry no excerpt, and on chat channels a card, digest entry or
+escalation about a restricted source is replaced by a teaser that names nothing."""
+
+from dataclasses import replace
+
+from django.conf import settings
 
 from clarify.models import Clarification
 
+from .cards import Card, Escalation
+from .provenance import gate_outbound
+
 CARD_EXCERPT_MAX_CHARS = 280
+RESTRICTED_CARD_TEXT = (
+    "You have a question waiting about a restricted document. Open your Telha inbox to "
+    "answer it."
+)
 
 
 def excerpt_for_chat(clar: Clarification) -> str:
@@ -12,3 +24,34 @@ def excerpt_for_chat(clar: Clarification) -> str:
     if source.restriction or clar.span_start is None or clar.span_end is None:
         return ""
     return clar.source_version.text[clar.span_start : clar.span_end][:CARD_EXCERPT_MAX_CHARS]
+
+
+def provenance_of(clar: Clarification) -> list[dict[str, str]]:
+    source = clar.source_version.source
+    if not source.restriction:
+        return []
+    return [{"kind": "source", "sourceId": str(source.pk), "restriction": source.restriction}]
+
+
+def card_text(card: Card) -> str:
+    return "\n".join([card.question, card.excerpt, card.note, card.document_title,
+                      *[b.label for b in card.buttons]])
+
+
+def gated_card(card: Card, clar: Clarification) -> tuple[Card, str]:
+    """The card as it may cross to a chat channel, and the block reason ("" if none)."""
+    result = gate_outbound(card_text(card), provenance_of(clar), [])
+    if result.allowed:
+        return card, ""
+    teaser = replace(card, question=RESTRICTED_CARD_TEXT, buttons=[], excerpt="", note="",
+                     document_title="your Telha inbox",
+                     document_url=f"{settings.PUBLIC_BASE_URL}/inbox/")
+    return teaser, result.reason
+
+
+def gated_escalation(escalation: Escalation, clar: Clarification) -> Escalation:
+    if not provenance_of(clar):
+        return escalation
+    return replace(escalation, text=(
+        "A clarification about a restricted document needs a steward. Open the steward "
+        "review to see it."), document_title="steward review", document_url=escalation.review_url)

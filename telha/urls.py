@@ -45,6 +45,9 @@ urlpatterns = [
     path("accounts/", include("django.contrib.auth.urls")),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/answer", inbox.answer, name="inbox-answer"),
+    path("inbox/ask/", inbox.ask, name="inbox-ask"),
+    path("inbox/ask/now", inbox.ask_now_view, name="inbox-ask-now"),
+    path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
     path("hooks/", include("delivery.hooks.urls")),
 ]

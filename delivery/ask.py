@@ -1,0 +1,267 @@
+"""Ask in chat (behind ASK_ENABLED): a read-scoped, deterministic answer from the facts the
+person may read, with an evidence card. No language model anywhere.
+
+By construction this module has no route to the answer path: it imports nothing that
+records a response or binds a fact. "Ask <person> now?" re-enqueues the existing
+clarification's routing job (the RBAC gate and quorum still apply when it is delivered);
+it never opens a second clarification and nothing is sent as a side effect of a question.
+"""
+
+import re
+import uuid
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.conf import settings
+from django.db import transaction
+from django.db.models import Q
+
+from clarify.models import Clarification, ResponseRecord, State
+from clarify.policy import job_priority
+from clarify.services import CLARIFY_JOB_KIND, audit_event_append
+from telha.common.times import from_us
+from telha.graph.models import EvidenceClass, NodeVersion
+from telha.graph.selectors import readable_nodes
+from telha.jobs.models import Job, JobStatus
+from telha.jobs.services import job_enqueue
+from telha.tenancy.auth import Caller
+from telha.tenancy.models import Person
+
+from .models import ChatTurn
+from .provenance import normalize_channel_origin, parse_restriction_provenance
+
+STOPWORDS = frozenset(
+    "the a an and or of to in on for is are was were be when what which who does do did "
+    "start starts end ends valid from until with by at this that it its how date dates".split()
+)
+MAX_EVIDENCE = 3
+VERDICTS = {
+    EvidenceClass.SYSTEM_EXTRACTION: "source-derived",
+    EvidenceClass.HUMAN_CLARIFICATION: "human-confirmed",
+    EvidenceClass.QUORUM_CONFIRMATION: "quorum-confirmed",
+    EvidenceClass.STEWARD_OVERRIDE: "steward-overridden",
+    EvidenceClass.HUMAN_ATTESTATION: "attested",
+}
+
+
+@dataclass
+class Evidence:
+    node_id: str
+    name: str
+    valid: str
+    verdict: str
+    confirmations: int
+    trace_url: str
+    source_id: str | None
+    restriction: str | None
+    pending: dict[str, Any] | None = None
+
+
+@dataclass
+class AskAnswer:
+    text: str
+    evidence: list[Evidence] = field(default_factory=list)
+    provenance: list[dict[str, Any]] = field(default_factory=list)
+    restricted_excerpts: list[str] = field(default_factory=list)
+    ask_now: dict[str, Any] | None = None
+
+
+def reader_for(person: Person) -> Caller:
+    """The person as a read-only caller: guardian-restricted like their API key would be."""
+    return Caller(tenant=person.tenant, key=None, person=person,  # type: ignore[arg-type]
+                  rights=person.role, audience=None)
+
+
+def _terms(question: str) -> list[str]:
+    words = re.findall(r"[a-z0-9][a-z0-9'-]+", question.lower())
+    return [w for w in words if len(w) > 2 and w not in STOPWORDS]
+
+
+def _day(us: int | None, open_text: str) -> str:
+    return from_us(us).strftime("%-d %B %Y") if us is not None else open_text
+
+
+def _valid_text(v: NodeVersion) -> str:
+    if v.valid_from is None and v.valid_to is None:
+        return "no known validity dates"
+    return f"valid from {_day(v.valid_from, 'the beginning')} until {_day(v.valid_to, 'further notice')}"
+
+
+def search(person: Person, question: str) -> list[NodeVersion]:
+    """Current versions of readable facts ranked by how many question terms they contain."""
+    terms = _terms(question)
+    if not terms:
+        return []
+    versions = (
+        NodeVersion.objects.filter(node__in=readable_nodes(reader_for(person)), tx_to__isnull=True)
+        .exclude(labels__icontains='"PERSON"')
+        .select_related("node__source")
+    )
+    any_term = Q()
+    for term in terms:
+        any_term |= Q(search_text__contains=term)
+    scored = []
+    for v in versions.filter(any_term)[:500]:
+        score = sum(1 for t in terms if t in v.search_text)
+        scored.append((-score, v.tx_from, v))
+    scored.sort(key=lambda s: (s[0], -s[1]))
+    return [v for _, _, v in scored[:MAX_EVIDENCE]]
+
+
+def answer_question(person: Person, question: str) -> AskAnswer:
+    """The deterministic answer and its evidence card."""
+    versions = search(person, question)
+    if not versions:
+        return AskAnswer("I couldn't find a fact you can read that matches that question.")
+    clar_ids = [v.provenance.get("clarification") for v in versions if v.provenance.get("clarification")]
+    clarifications = {str(c.pk): c for c in Clarification.objects.filter(pk__in=clar_ids)}
+    bound = {
+        str(cid): n for cid, n in _count_bound(clar_ids).items()
+    }
+    evidence: list[Evidence] = []
+    provenance: list[dict[str, Any]] = []
+    excerpts: list[str] = []
+    ask_now = None
+    for v in versions:
+        source = v.node.source
+        clar = clarifications.get(str(v.provenance.get("clarification") or ""))
+        pending = None
+        verdict = VERDICTS.get(v.evidence_class, v.evidence_class)
+        if v.pending and clar is not None and clar.state != State.ANSWERED:
+            verdict = "pending"
+            pending = {
+                "clarificationId": str(clar.pk), "state": clar.state,
+                "candidates": [c.get("label") for c in clar.candidates],
+                "appliedCandidateConfidence": clar.applied_candidate_confidence,
+            }
+            if ask_now is None:
+                ask_now = _ask_now_offer(clar)
+        if source is not None and source.restriction:
+            text = source.versions.order_by("-tx").values_list("text", flat=True).first() or ""
+            provenance.append({"kind": "source", "sourceId": str(source.pk),
+                               "restriction": source.restriction})
+            excerpts.extend(_spans(v, text))
+        evidence.append(Evidence(
+            node_id=str(v.node_id), name=str(v.properties.get("name") or v.node.key),
+            valid=_valid_text(v), verdict=verdict,
+            confirmations=bound.get(str(v.provenance.get("clarification") or ""), 0),
+            trace_url=f"{settings.PUBLIC_BASE_URL}/inbox/facts/{v.node_id}/",
+            source_id=str(source.pk) if source else None,
+            restriction=source.restriction if source else None,
+            pending=pending,
+        ))
+    top = evidence[0]
+    text = f"“{top.name}” is {top.valid} ({top.verdict})."
+    if top.pending:
+        text += (
+            f" This depends on an unresolved clarification ({top.pending['state']}): "
+            f"candidates {', '.join(str(c) for c in top.pending['candidates'])}; the applied "
+            f"guess has confidence {top.pending['appliedCandidateConfidence']:.2f}."
+        )
+    return AskAnswer(text, evidence, provenance, excerpts, ask_now)
+
+
+def _spans(v: NodeVersion, text: str) -> list[str]:
+    return [text[s["start"]:s["end"]] for s in v.provenance.get("spans", [])
+            if isinstance(s, dict) and 0 <= s.get("start", -1) < s.get("end", -1) <= len(text)]
+
+
+def _count_bound(clar_ids: list[Any]) -> dict[Any, int]:
+    counts: dict[Any, int] = {}
+    for cid in ResponseRecord.objects.filter(
+        clarification_id__in=clar_ids, binding_status__in=["bound", "steward_override"]
+    ).values_list("clarification_id", flat=True):
+        counts[cid] = counts.get(cid, 0) + 1
+    return counts
+
+
+def _ask_now_offer(clar: Clarification) -> dict[str, Any] | None:
+    first = next((a for a in clar.asked if a), None)
+    person = Person.objects.filter(pk=first, erased_at__isnull=True).first() if first else None
+    if person is None:
+        return None
+    return {"clarificationId": str(clar.pk), "person": person.name,
+            "label": f"Ask {person.name} now?"}
+
+
+@transaction.atomic
+def ask_now(*, requester: Person, clarification_id: Any) -> str:
+    """The user-triggered "Ask <person> now?": deduplicates against the existing
+    clarification — if its routing job is still pending or leased nothing new is queued;
+    otherwise its routing job is enqueued again (delivery still passes the RBAC gate)."""
+    clar = (
+        Clarification.objects.select_for_update()
+        .filter(pk=clarification_id, tenant=requester.tenant,
+                target__in=readable_nodes(reader_for(requester)))
+        .first()
+    )
+    if clar is None or clar.state in (State.ANSWERED, State.CONFLICTED):
+        return "There is nothing to ask about that any more."
+    active = Job.objects.filter(kind=CLARIFY_JOB_KIND, subject=str(clar.pk),
+                                status__in=[JobStatus.PENDING, JobStatus.LEASED]).exists()
+    if active:
+        return "That question is already on its way; you'll see the answer here once it's bound."
+    job_enqueue(tenant=clar.tenant, kind=CLARIFY_JOB_KIND,
+                payload={"v": 1, "clarificationId": str(clar.pk), "ranking": clar.asked},
+                priority=job_priority(clar.severity), max_attempts=len(clar.asked) + 1,
+                subject=str(clar.pk))
+    audit_event_append(tenant=clar.tenant, clarification=clar, type="ask_now",
+                       detail={"requester": str(requester.pk)})
+    return "Asked. You'll see the answer here once it's bound."
+
+
+@transaction.atomic
+def chat_exchange_record(
+    *, person: Person, channel_origin: Any, question: str, answer: str,
+    provenance: Any, delivered: str = "",
+) -> tuple[ChatTurn, ChatTurn]:
+    """Persist one exchange as two rows; a malformed origin or provenance fails the turn
+    (raises) before anything is written."""
+    origin = normalize_channel_origin(channel_origin)
+    refs = parse_restriction_provenance(provenance)
+    exchange = uuid.uuid4()
+    asked = ChatTurn.objects.create(tenant=person.tenant, person=person, exchange=exchange,
+                                    role=ChatTurn.Role.PERSON, channel_origin=origin,
+                                    text=question[:4000])
+    answered = ChatTurn.objects.create(
+        tenant=person.tenant, person=person, exchange=exchange, role=ChatTurn.Role.ASSISTANT,
+        channel_origin=origin, text=answer, delivered_text=delivered or answer,
+        restriction_provenance=[r.as_json() for r in refs],
+    )
+    return asked, answered
+
+
+def render(answer: AskAnswer) -> str:
+    """The evidence card as text: the answer, the cited evidence with verdicts, counts and
+    the trace links."""
+    lines = [answer.text]
+    for e in answer.evidence:
+        count = f", {e.confirmations} confirmation(s)" if e.confirmations else ""
+        lines.append(f"• {e.name}: {e.valid} — {e.verdict}{count}. Open full trace: {e.trace_url}")
+    verdicts: dict[str, int] = {}
+    for e in answer.evidence:
+        verdicts[e.verdict] = verdicts.get(e.verdict, 0) + 1
+    if answer.evidence:
+        lines.append("Verification: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
+    if answer.ask_now:
+        lines.append(f"{answer.ask_now['label']} (reply “ask now” or use the button)")
+    return "\n".join(lines)
+
+
+def respond(*, person: Person, question: str, channel: str) -> tuple[str, AskAnswer]:
+    """Answer a question and persist the exchange. On chat channels the delivery gate runs
+    before any bytes cross; the inbox (a signed-in web page) shows the full answer."""
+    from .provenance import gate_outbound
+
+    answer = answer_question(person, question)
+    body = render(answer)
+    delivered = body
+    if channel != "inbox":
+        result = gate_outbound(body, answer.provenance, answer.restricted_excerpts)
+        delivered = result.body
+        if not result.allowed:
+            audit_event_append(tenant=person.tenant, type="restricted_content_blocked",
+                               detail={"channel": channel, "reason": result.reason})
+    chat_exchange_record(person=person, channel_origin=channel, question=question,
+                         answer=body, provenance=answer.provenance, delivered=delivered)
+    return delivered, answer
