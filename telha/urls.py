@@ -9,6 +9,7 @@ from clarify.api import views as clarify_views
 from delivery import inbox
 from telha.graph.api import views as graph_views
 from telha.health import healthz
+from telha.metrics import metrics
 from telha.ingest.api import views as ingest_views
 from telha.ingest.api.documents import DocumentUploadView
 from telha.jobs.api import views as job_views
@@ -40,6 +41,7 @@ api_v1 = [
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("metrics", metrics, name="metrics"),
     path("v1/", include(api_v1)),
     path("admin/", admin.site.urls),
     path("accounts/", include("django.contrib.auth.urls")),
