@@ -264,6 +264,7 @@ def ready_kinds() -> list[str]:
     """Kinds with jobs ready to lease now."""
     return list(
         Job.objects.filter(status=JobStatus.PENDING, run_after__lte=Now())
+        .order_by()  # the model's default ordering would defeat DISTINCT
         .values_list("kind", flat=True)
         .distinct()
     )
