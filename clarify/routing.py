@@ -6,7 +6,7 @@ from typing import Any
 from django.conf import settings
 
 from telha.jobs.models import Job
-from telha.jobs.policies import KindPolicy, register_kind
+from telha.jobs.policies import SKIP_REASONS, KindPolicy, register_kind
 
 from .models import AuditEvent, Clarification, State
 from .services import CLARIFY_JOB_KIND, audit_event_append
@@ -24,6 +24,7 @@ def clarify_job_policy() -> KindPolicy:
         backoff_cap_seconds=window,
         max_attempts=4,
         on_expired=on_window_expired,
+        on_retry=on_retry,
         on_dead=on_dead,
     )
 
@@ -62,6 +63,24 @@ def on_window_expired(job: Job) -> None:
         )
         clar.state = State.EXPIRED
         clar.save(update_fields=["state", "updated_at"])
+
+
+def on_retry(job: Job) -> None:
+    """A worker over HTTP reported a skip (`fail` with a skip reason code): audit it like
+    the in-process worker's in-lease skips, so the digest lists every reason."""
+    reason, _, detail = job.last_error.partition(":")
+    if reason not in SKIP_REASONS:
+        return
+    clar = _clarification(job)
+    if clar is None:
+        return
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type="skipped",
+        detail={"attempt": job.attempts - 1, "candidate": candidate_for_attempt(job, job.attempts - 1),
+                "reason": reason, "via": "jobs protocol", "detail": detail.strip()[:300]},
+    )
 
 
 def skip_reasons(clar: Clarification) -> list[dict[str, Any]]:

@@ -11,9 +11,11 @@ from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
+from django.utils import timezone
 from django.utils.module_loading import import_string
 
-from .services import Lease, job_fail, job_lease, jobs_sweep
+from .policies import policy_for_kind
+from .services import Lease, LeaseLost, job_fail, job_heartbeat, job_lease, jobs_sweep
 
 log = logging.getLogger(__name__)
 WORK_LOOP_SECONDS = 50
@@ -29,6 +31,20 @@ def handler_for(kind: str) -> Callable[[Lease], None] | None:
         if kind.startswith(prefix):
             return import_string(path)  # type: ignore[no-any-return]
     return None
+
+
+def _still_held(lease: Lease) -> bool:
+    """Later jobs of a batch wait for earlier ones: extend a lease that is more than half
+    spent before handling it; a lease already lost is skipped (its new holder has it)."""
+    remaining = (lease.expires_at - timezone.now()).total_seconds()
+    ttl = policy_for_kind(lease.job.kind).lease_ttl_seconds
+    if remaining > ttl / 2:
+        return True
+    try:
+        job_heartbeat(tenant=None, job_id=lease.job.pk, token=lease.token)
+    except LeaseLost:
+        return False
+    return True
 
 
 def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
@@ -47,6 +63,8 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
         if not leases:
             break
         for lease in leases:
+            if not _still_held(lease):
+                continue
             try:
                 handler(lease)
             except Exception as exc:  # a handler bug must not lose the job: retry it later

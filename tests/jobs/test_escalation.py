@@ -6,7 +6,6 @@ import pytest
 
 from clarify.models import AuditEvent, State
 from clarify.routing import candidate_for_attempt
-from clarify.services import audit_event_append
 from telha.jobs.models import JobStatus
 from telha.jobs.services import jobs_reap
 
@@ -106,16 +105,10 @@ def test_a_skipped_candidate_burns_no_window_and_is_listed_when_dead_lettered(
     opened = open_clarification(links=[("AUTHORED_BY", "alice"), ("MENTIONS", "bob")])
     ranking = opened.ranking
 
-    # Attempt 0: alice cannot read the source. The worker records the skip (as the
-    # delivery worker does) and fails the attempt with the reason code.
+    # Attempt 0: alice cannot read the source. An outside worker fails the attempt with
+    # the reason code; the core audits the skip itself (as for in-lease skips).
     [leased] = _lease(clarify_client)
     assert leased["attempts"] == 0
-    audit_event_append(
-        tenant=opened.clar.tenant,
-        clarification=opened.clar,
-        type="skipped",
-        detail={"attempt": 0, "candidate": ranking[0], "reason": "NO_READ_PERMISSION"},
-    )
     resp = post(
         clarify_client,
         f"/v1/jobs/{leased['id']}/fail",
@@ -126,6 +119,9 @@ def test_a_skipped_candidate_burns_no_window_and_is_listed_when_dead_lettered(
         },
     )
     assert resp.json() == {"status": "pending", "attempts": 1}
+    skipped = AuditEvent.objects.get(clarification=opened.clar, type="skipped")
+    assert skipped.detail["reason"] == "NO_READ_PERMISSION"
+    assert skipped.detail["candidate"] == ranking[0] and skipped.detail["attempt"] == 0
 
     # Attempt 1 (bob) is runnable at once: a skip never burns a window.
     [leased] = _lease(clarify_client)
