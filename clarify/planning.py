@@ -71,6 +71,8 @@ def plan_ambiguities(
         if not ok:
             continue
         span_ref = node_index[ref].get("spanRef")
+        if span_ref is not None and not 0 <= span_ref < len(spans):
+            span_ref = None  # the node's bad spanRef is reported by the caller; don't crash
         if span_ref is None:
             span_ref = next(
                 (c["spanRef"] for c in amb["candidates"] if c.get("spanRef") is not None), None
