@@ -1,5 +1,24 @@
-"""Chat hooks (CONTRACT §3.5). Each hook verifies its request before anything else."""
+"""Chat hooks (CONTRACT §3.5). Each hook verifies its request before anything else.
 
-from django.urls import path
+Add every hook through `hook()`: it is CSRF-exempt (chat platforms sign their requests
+instead) and rate-limited per client IP before the request is read (see `ratelimit`)."""
 
-urlpatterns: list = []
+from collections.abc import Callable
+
+from django.http import HttpResponse
+from django.urls import URLPattern, path
+from django.views.decorators.csrf import csrf_exempt
+
+from . import slack, teams
+from .ratelimit import hook_rate_limited
+
+
+def hook(route: str, view: Callable[..., HttpResponse], name: str) -> URLPattern:
+    return path(route, csrf_exempt(hook_rate_limited(view)), name=name)
+
+
+urlpatterns: list[URLPattern] = [
+    hook("slack/interactivity", slack.interactivity, "hook-slack-interactivity"),
+    hook("slack/events", slack.events, "hook-slack-events"),
+    hook("teams/messages", teams.messages, "hook-teams-messages"),
+]

@@ -1,0 +1,81 @@
+"""Rate limits on /hooks/* (Slack now, Teams later), counted in the Django cache.
+
+Two fixed one-minute windows, each allowing `HOOK_RATE_LIMIT_PER_MINUTE` requests:
+
+- **per client IP** (`REMOTE_ADDR`; a proxy in front must set it from the forwarded
+  address): `hook_rate_limited` wraps every hook view and answers before the request
+  body is read, verified or parsed;
+- **per tenant**, once the request is verified and the tenant is known: for Slack
+  interactivity that is the tenant of the delivery record the card's nonce belongs to;
+  for Slack events (which carry no nonce) the Slack `team_id` stands in for the tenant.
+  The hook calls `rate_limit_hit("tenant", …)` and answers `too_many_requests(…)`.
+
+Counting per tenant only after verification means forged requests cannot spend a
+tenant's budget; they spend their IP's budget instead.
+
+Over the limit: `429 {"code": "RATE_LIMITED", "detail": …}` with `Retry-After` (seconds
+to the end of the window).
+"""
+
+import functools
+import json
+import time
+from collections.abc import Callable
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse
+
+WINDOW_SECONDS = 60
+KEY_PREFIX = "telha:hookrl"
+
+
+def rate_limit_hit(scope: str, ident: str, *, now: float | None = None) -> int | None:
+    """Count one request for (scope, ident); returns the Retry-After seconds when over the
+    limit, else None."""
+    limit = int(settings.HOOK_RATE_LIMIT_PER_MINUTE)
+    now = time.time() if now is None else now
+    window = int(now // WINDOW_SECONDS)
+    key = f"{KEY_PREFIX}:{scope}:{ident[:200]}:{window}"
+    cache.add(key, 0, timeout=WINDOW_SECONDS * 2)
+    try:
+        count = cache.incr(key)
+    except ValueError:  # evicted between add and incr
+        cache.set(key, 1, timeout=WINDOW_SECONDS * 2)
+        count = 1
+    if count > limit:
+        return max(1, WINDOW_SECONDS - int(now) % WINDOW_SECONDS)
+    return None
+
+
+def rate_limited_body(scope: str) -> dict[str, str]:
+    return {
+        "code": "RATE_LIMITED",
+        "detail": f"Too many hook requests for this {scope}; retry later.",
+    }
+
+
+def too_many_requests(retry_after: int, scope: str) -> HttpResponse:
+    response = HttpResponse(
+        json.dumps(rate_limited_body(scope)), status=429, content_type="application/json"
+    )
+    response["Retry-After"] = str(retry_after)
+    return response
+
+
+def client_ip(request: HttpRequest) -> str:
+    return str(request.META.get("REMOTE_ADDR") or "unknown")
+
+
+def hook_rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
+    """The per-IP limit, checked before anything else happens to the request."""
+
+    @functools.wraps(view)
+    def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+        retry_after = rate_limit_hit("ip", client_ip(request))
+        if retry_after is not None:
+            return too_many_requests(retry_after, "client")
+        return view(request, *args, **kwargs)
+
+    return wrapped

@@ -1,0 +1,511 @@
+"""Slack hooks (CONTRACT §3.5) through slack-bolt's Django adapter.
+
+`POST /hooks/slack/interactivity` and `POST /hooks/slack/events`. Order for every request:
+
+1. per-IP rate limit (`ratelimit.hook_rate_limited`, in the URLconf) — before the body is read;
+2. the Slack signature and timestamp (`v0:` HMAC, 300 s window) over the raw body — 401 and
+   nothing parsed or written otherwise (Bolt verifies again as its first middleware);
+3. Bolt: our `before_authorize` middleware applies the per-tenant rate limit and drops
+   already-seen event ids (Slack retries, `X-Slack-Retry-Num`), `authorize` returns the bot
+   token without calling `auth.test`, then the listener: ack → bind identity → process.
+
+Identity binding: the Slack user id is resolved to a person only through the
+`slackUserId` alias *in the tenant of the delivery the card's nonce belongs to*; an
+unmapped identity submits nothing and is audited (`card_action_dropped`,
+`UNMAPPED_IDENTITY`). Everything else — nonce, recipient, replay — is
+`delivery.actions.card_action_process`, the path every channel shares.
+"""
+
+import hashlib
+import json
+import logging
+import re
+import threading
+from collections.abc import Callable
+from datetime import date
+from typing import Any
+
+from django.conf import settings
+from django.core.cache import cache
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
+from slack_bolt import App, BoltContext, BoltRequest, BoltResponse
+from slack_bolt.adapter.django import SlackRequestHandler
+from slack_bolt.authorization import AuthorizeResult
+from slack_sdk import WebClient
+from slack_sdk.errors import SlackClientError
+from slack_sdk.signature import SignatureVerifier
+
+from clarify.models import Clarification, State
+from clarify.services import audit_event_append
+from telha.tenancy.models import AliasKind, Person
+from telha.tenancy.selectors import person_by_alias
+
+from ..actions import ANSWERED, DROPPED, INVALID, MOVED, ActionOutcome, card_action_process
+from ..cards import MOVED_ON, build_card
+from ..channels.slack import api_url, message_ref, parse_message_ref
+from ..models import Delivery, DeliveryKind, NonceState
+from ..restriction import excerpt_for_chat
+from ..slack_blocks import (
+    ANSWER_ACTION_PREFIX,
+    CUSTOM_CALLBACK_ID,
+    DATE_ACTION,
+    JSON,
+    SOMETHING_ELSE_ACTION,
+    SOURCE_TEXT_BLOCK,
+    TEXT_ACTION,
+    VALID_FROM_BLOCK,
+    VALID_TO_BLOCK,
+    BlockKitError,
+    Divider,
+    Element,
+    Header,
+    card_blocks,
+    custom_answer_modal,
+    message_blocks,
+    replace_card,
+)
+from .ratelimit import rate_limit_hit, rate_limited_body
+
+log = logging.getLogger(__name__)
+
+CHANNEL = "slack"
+UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
+MALFORMED_ACTION = "MALFORMED_ACTION"
+EVENT_DEDUPE_SECONDS = 60 * 60  # Slack retries within minutes; keep ids for an hour
+OPEN_STATES = frozenset(s for s in State.values if s not in (State.ANSWERED, State.CONFLICTED))
+UNMAPPED_TEXT = "Your Slack account is not linked to a person in this workspace."
+
+
+# --- the Bolt app, built lazily from settings ------------------------------------------
+
+_HANDLERS: dict[tuple[str, str, str], SlackRequestHandler] = {}
+_HANDLERS_LOCK = threading.Lock()
+
+
+def slack_handler() -> SlackRequestHandler:
+    """The adapter for the current settings (cached per (secret, token, API URL), so a
+    test overriding settings gets its own app)."""
+    key = (str(settings.SLACK_SIGNING_SECRET), str(settings.SLACK_BOT_TOKEN), api_url())
+    with _HANDLERS_LOCK:
+        handler = _HANDLERS.get(key)
+        if handler is None:
+            handler = SlackRequestHandler(build_app(*key))
+            _HANDLERS[key] = handler
+        return handler
+
+
+def build_app(signing_secret: str, token: str, url: str) -> App:
+    def authorize(
+        enterprise_id: str | None, team_id: str | None, user_id: str | None
+    ) -> AuthorizeResult:
+        # One bot token for the installation: no auth.test round trip per request.
+        return AuthorizeResult(
+            enterprise_id=enterprise_id, team_id=team_id, user_id=user_id, bot_token=token
+        )
+
+    app = App(
+        name="telha-clarify",
+        signing_secret=signing_secret,
+        authorize=authorize,
+        # No token on the app's client: `authorize` supplies it per request (a token here
+        # as well would make Bolt warn that it is ignored).
+        client=WebClient(base_url=url, timeout=10),
+        process_before_response=True,
+        before_authorize=before_authorize,
+        logger=log,
+    )
+    app.action(re.compile(rf"^{ANSWER_ACTION_PREFIX}\d+$"))(on_answer)
+    app.action(SOMETHING_ELSE_ACTION)(on_something_else)
+    app.view(CUSTOM_CALLBACK_ID)(on_custom_answer)
+    app.event("app_mention")(ack_only)
+    app.event("message")(ack_only)
+    return app
+
+
+# --- the Django views --------------------------------------------------------------------
+
+
+def signature_ok(request: HttpRequest, secret: str) -> bool:
+    timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
+    signature = request.headers.get("X-Slack-Signature", "")
+    if not timestamp.isdigit() or not signature:
+        return False
+    return SignatureVerifier(secret).is_valid(request.body, timestamp, signature)
+
+
+def _dispatch(request: HttpRequest) -> HttpResponse:
+    secret = str(settings.SLACK_SIGNING_SECRET or "")
+    if not secret or not settings.SLACK_BOT_TOKEN:
+        return JsonResponse(
+            {"code": "NOT_CONFIGURED", "detail": "Slack is not configured here."}, status=404
+        )
+    if not signature_ok(request, secret):
+        return JsonResponse(
+            {"code": "INVALID_SIGNATURE", "detail": "Slack signature or timestamp invalid."},
+            status=401,
+        )
+    return slack_handler().handle(request)
+
+
+@csrf_exempt
+@require_POST
+def interactivity(request: HttpRequest) -> HttpResponse:
+    """Slack interactivity: button taps and modal submissions (form field `payload`)."""
+    return _dispatch(request)
+
+
+@csrf_exempt
+@require_POST
+def events(request: HttpRequest) -> HttpResponse:
+    """Slack Events API, URL verification included."""
+    return _dispatch(request)
+
+
+# --- middleware: per-tenant limit, event dedupe -----------------------------------------
+
+
+def _json_object(text: Any) -> dict[str, Any]:
+    if not isinstance(text, str):
+        return {}
+    try:
+        value = json.loads(text)
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def _card_value(body: dict[str, Any]) -> dict[str, Any]:
+    """The clarify payload an interaction carries: a button's value, or a modal's
+    private_metadata."""
+    if body.get("type") == "block_actions":
+        actions = body.get("actions") or [{}]
+        return _json_object(actions[0].get("value") if isinstance(actions[0], dict) else None)
+    if body.get("type") == "view_submission":
+        return _json_object((body.get("view") or {}).get("private_metadata"))
+    return {}
+
+
+def _delivery_for(nonce: Any) -> Delivery | None:
+    if not isinstance(nonce, str) or not nonce:
+        return None
+    return (
+        Delivery.objects.select_related("tenant", "clarification", "person")
+        .filter(nonce=nonce[:64])
+        .first()
+    )
+
+
+def _rate_limited(retry_after: int) -> BoltResponse:
+    return BoltResponse(
+        status=429,
+        body=json.dumps(rate_limited_body("tenant")),
+        headers={"Content-Type": "application/json", "Retry-After": str(retry_after)},
+    )
+
+
+def before_authorize(
+    req: BoltRequest, resp: BoltResponse, next: Callable[[], BoltResponse]
+) -> BoltResponse:
+    """Runs after signature verification. Interactivity: look the delivery up by nonce
+    and count the request against its tenant. Events: count against the Slack team and
+    skip event ids already seen (Slack retries them with `X-Slack-Retry-Num`)."""
+    body = req.body or {}
+    if body.get("type") == "event_callback":
+        team = str(body.get("team_id") or "")
+        retry_after = rate_limit_hit("tenant", f"slack-team:{team}") if team else None
+        if retry_after is not None:
+            return _rate_limited(retry_after)
+        event_id = str(body.get("event_id") or "")
+        if event_id and not cache.add(f"telha:slack:event:{event_id}", 1, EVENT_DEDUPE_SECONDS):
+            retry = (req.headers.get("x-slack-retry-num") or [""])[0]
+            log.info("slack event %s already seen (retry %s); skipped", event_id, retry or "-")
+            return BoltResponse(status=200, body="")
+        return next()
+    if body.get("type") in ("block_actions", "view_submission"):
+        delivery = _delivery_for(_card_value(body).get("nonce"))
+        req.context["clarify_delivery"] = delivery
+        if delivery is not None:
+            retry_after = rate_limit_hit("tenant", str(delivery.tenant_id))
+            if retry_after is not None:
+                return _rate_limited(retry_after)
+    return next()
+
+
+# --- identity and audit ------------------------------------------------------------------
+
+
+def _slack_user(body: dict[str, Any]) -> str:
+    return str((body.get("user") or {}).get("id") or "")
+
+
+def _team(body: dict[str, Any]) -> str:
+    return str((body.get("team") or {}).get("id") or (body.get("user") or {}).get("team_id") or "")
+
+
+def _actor(delivery: Delivery, slack_user_id: str) -> Person | None:
+    """The person holding this Slack user id in the delivery's tenant, or None."""
+    if not slack_user_id:
+        return None
+    return person_by_alias(
+        tenant=delivery.tenant, kind=AliasKind.SLACK_USER_ID, value=slack_user_id
+    )
+
+
+def _audit_drop(delivery: Delivery, reason: str, **detail: Any) -> None:
+    audit_event_append(
+        tenant=delivery.tenant,
+        clarification=delivery.clarification,
+        type="card_action_dropped",
+        detail={"reason": reason, "channel": CHANNEL, **detail},
+    )
+
+
+def _bound_actor(delivery: Delivery | None, body: dict[str, Any]) -> tuple[Person | None, bool]:
+    """(actor, refused): an unmapped Slack identity is audited and refused here, before
+    anything is submitted."""
+    if delivery is None:
+        return None, False
+    slack_user = _slack_user(body)
+    actor = _actor(delivery, slack_user)
+    if actor is None:
+        _audit_drop(delivery, UNMAPPED_IDENTITY, identity=f"slack:{_team(body)}:{slack_user}"[:100])
+        return None, True
+    return actor, False
+
+
+def _identity(body: dict[str, Any]) -> str:
+    return f"slack:{_team(body)}:{_slack_user(body)}"
+
+
+# --- re-rendering the card after an outcome --------------------------------------------
+
+
+def _fresh(clarification_id: Any) -> Clarification:
+    return Clarification.objects.select_related("tenant", "source_version__source", "target").get(
+        pk=clarification_id
+    )
+
+
+def _card_for(delivery: Delivery, outcome_text: str = "") -> list[Element]:
+    clar = _fresh(delivery.clarification_id)
+    open_ = clar.state in OPEN_STATES
+    card = build_card(clar, delivery.nonce, excerpt_for_chat(clar))
+    if not outcome_text and not open_:
+        outcome_text = MOVED_ON
+    return card_blocks(card, outcome=outcome_text, buttons=open_)
+
+
+def _updated_blocks(
+    delivery: Delivery, ref: str, outcome_text: str, shown: list[JSON] | None
+) -> list[JSON]:
+    """The message after an outcome: the answered card re-rendered with the outcome copy
+    (buttons kept only while the clarification is open). Other cards of a digest are kept
+    as shown when the payload carries the message, else re-rendered from their records."""
+    cid = str(delivery.clarification_id)
+    new = message_blocks(_card_for(delivery, outcome_text))
+    if shown:
+        return message_blocks(replace_card(shown, cid, new))
+    siblings = list(
+        Delivery.objects.filter(message_ref=ref, kind=DeliveryKind.QUESTION).order_by("created_at")
+    )
+    if len(siblings) <= 1:
+        return new
+    blocks: list[Element] = [Header(f"{len(siblings)} date questions for you")]
+    for sibling in siblings:
+        blocks.append(Divider())
+        if sibling.clarification_id == delivery.clarification_id:
+            blocks.extend(_card_for(delivery, outcome_text))
+        else:
+            blocks.extend(_card_for(sibling))
+    return message_blocks(blocks)
+
+
+def _update_message(
+    client: WebClient,
+    delivery: Delivery,
+    ref: str,
+    outcome: ActionOutcome,
+    shown: list[JSON] | None = None,
+) -> None:
+    location = parse_message_ref(ref)
+    if location is None:
+        return
+    channel, ts = location
+    try:
+        blocks = _updated_blocks(delivery, ref, outcome.text, shown)
+        client.chat_update(channel=channel, ts=ts, text=outcome.text, blocks=blocks)
+    except (SlackClientError, OSError, BlockKitError) as exc:
+        # The answer is recorded either way; the card just keeps its old look.
+        log.warning("chat.update of %s failed: %s", ref, exc)
+
+
+def _message_location(body: dict[str, Any]) -> tuple[str, str]:
+    container = body.get("container") or {}
+    channel = container.get("channel_id") or (body.get("channel") or {}).get("id") or ""
+    ts = container.get("message_ts") or (body.get("message") or {}).get("ts") or ""
+    return str(channel), str(ts)
+
+
+def _action_key(body: dict[str, Any], action: dict[str, Any]) -> str:
+    """A unique id for this one callback, so an exact replay is dropped."""
+    action_ts = str(action.get("action_ts") or "")
+    trigger = str(body.get("trigger_id") or "")
+    if action_ts or trigger:
+        return f"block_actions:{action_ts}:{trigger}"
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return f"block_actions:sha256:{digest}"
+
+
+# --- listeners ---------------------------------------------------------------------------
+
+
+def ack_only(ack: Callable[..., None]) -> None:
+    """`app_mention` / `message`: acknowledged; asking in chat comes in a later issue."""
+    ack()
+
+
+def on_answer(
+    ack: Callable[..., None], body: dict[str, Any], client: WebClient, context: BoltContext
+) -> None:
+    """A candidate button: ack, bind the Slack user to a person, process the tap, and
+    update the card with the outcome copy."""
+    ack()
+    action = (body.get("actions") or [{}])[0]
+    value = _json_object(action.get("value"))
+    delivery: Delivery | None = context.get("clarify_delivery")
+    if delivery is not None and value.get("kind") != "clarify_answer":
+        _audit_drop(delivery, MALFORMED_ACTION)
+        return
+    actor, refused = _bound_actor(delivery, body)
+    if refused:
+        return
+    channel, ts = _message_location(body)
+    ref = message_ref(channel, ts) if channel and ts else None
+    outcome = card_action_process(
+        channel=CHANNEL,
+        actor=actor,
+        clarification_id=value.get("clarificationId"),
+        nonce=value.get("nonce"),
+        answer_index=value.get("answerIndex"),
+        action_id=_action_key(body, action),
+        message_ref=ref,
+        actor_identity=_identity(body),
+    )
+    log.info("slack tap: %s %s", outcome.status, outcome.reason)
+    if delivery is not None and ref and outcome.status in (ANSWERED, MOVED):
+        shown = (body.get("message") or {}).get("blocks")
+        _update_message(client, delivery, ref, outcome, shown if isinstance(shown, list) else None)
+
+
+def on_something_else(
+    ack: Callable[..., None], body: dict[str, Any], client: WebClient, context: BoltContext
+) -> None:
+    """ "Something else…": open the date-range modal for the card's recipient."""
+    ack()
+    value = _json_object(((body.get("actions") or [{}])[0]).get("value"))
+    delivery: Delivery | None = context.get("clarify_delivery")
+    if delivery is None:
+        log.info("something-else tap with an unknown nonce; dropped")
+        return
+    actor, refused = _bound_actor(delivery, body)
+    if refused or actor is None:
+        return
+    reason = None
+    if str(delivery.clarification_id) != str(value.get("clarificationId")):
+        reason = "NONCE_CLARIFICATION_MISMATCH"
+    elif actor.pk != delivery.person_id:
+        reason = "NOT_RECIPIENT"
+    elif delivery.nonce_state == NonceState.REVOKED:
+        reason = "STALE_NONCE"
+    if reason is not None:
+        _audit_drop(delivery, reason, identity=_identity(body)[:100])
+        return
+    channel, ts = _message_location(body)
+    clar = _fresh(delivery.clarification_id)
+    view = custom_answer_modal(
+        clarification_id=str(clar.pk),
+        nonce=delivery.nonce,
+        message_ref=message_ref(channel, ts) if channel and ts else delivery.message_ref,
+        question=build_card(clar, delivery.nonce, "").question,
+    )
+    try:
+        client.views_open(trigger_id=str(body.get("trigger_id") or ""), view=view)
+    except (SlackClientError, OSError) as exc:
+        log.warning("views.open failed: %s", exc)
+
+
+def _selected(values: dict[str, Any], block: str, action: str, key: str) -> str:
+    value = ((values.get(block) or {}).get(action) or {}).get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def custom_interval(values: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The modal's answer as `answerCustom` (RFC 3339 dates at 00:00Z), or field errors
+    keyed by block id."""
+    raw_from = _selected(values, VALID_FROM_BLOCK, DATE_ACTION, "selected_date")
+    raw_to = _selected(values, VALID_TO_BLOCK, DATE_ACTION, "selected_date")
+    source_text = _selected(values, SOURCE_TEXT_BLOCK, TEXT_ACTION, "value")
+    errors: dict[str, str] = {}
+    parsed: dict[str, date | None] = {}
+    for block, raw in ((VALID_FROM_BLOCK, raw_from), (VALID_TO_BLOCK, raw_to)):
+        try:
+            parsed[block] = date.fromisoformat(raw) if raw else None
+        except ValueError:
+            errors[block] = "Pick a date from the calendar."
+    start, end = parsed.get(VALID_FROM_BLOCK), parsed.get(VALID_TO_BLOCK)
+    if not errors and start is None:
+        errors[VALID_FROM_BLOCK] = "Pick the date it takes effect."
+    if not errors and start is not None and end is not None and end <= start:
+        errors[VALID_TO_BLOCK] = "The end date must be after the start date."
+    if len(source_text) > 2000:
+        errors[SOURCE_TEXT_BLOCK] = "At most 2000 characters."
+    if errors:
+        return None, errors
+    return (
+        {
+            "validFrom": f"{start.isoformat()}T00:00:00Z" if start else None,
+            "validTo": f"{end.isoformat()}T00:00:00Z" if end else None,
+            "sourceText": source_text or None,
+        },
+        {},
+    )
+
+
+def on_custom_answer(
+    ack: Callable[..., None], body: dict[str, Any], client: WebClient, context: BoltContext
+) -> None:
+    """The modal's submission, validated against the same delivery record as a tap."""
+    view = body.get("view") or {}
+    meta = _json_object(view.get("private_metadata"))
+    answer, errors = custom_interval((view.get("state") or {}).get("values") or {})
+    if answer is None:
+        ack(response_action="errors", errors=errors)
+        return
+    delivery: Delivery | None = context.get("clarify_delivery")
+    actor, refused = _bound_actor(delivery, body)
+    if refused:
+        ack(response_action="errors", errors={VALID_FROM_BLOCK: UNMAPPED_TEXT})
+        return
+    ref = str(meta.get("messageRef") or "")
+    if delivery is not None and delivery.message_ref and ref != delivery.message_ref:
+        ref = delivery.message_ref  # only ever update the message this card was sent as
+    key = body.get("trigger_id") or view.get("hash") or ""
+    outcome = card_action_process(
+        channel=CHANNEL,
+        actor=actor,
+        clarification_id=meta.get("clarificationId"),
+        nonce=meta.get("nonce"),
+        answer_custom=answer,
+        action_id=f"view_submission:{view.get('id', '')}:{key}",
+        message_ref=ref or None,
+        actor_identity=_identity(body),
+    )
+    log.info("slack custom answer: %s %s", outcome.status, outcome.reason)
+    if outcome.status in (INVALID, DROPPED):
+        ack(response_action="errors", errors={VALID_FROM_BLOCK: outcome.text[:150]})
+        return
+    ack()
+    if delivery is not None and ref:
+        _update_message(client, delivery, ref, outcome)
