@@ -23,8 +23,9 @@ def clarify_job_policy() -> KindPolicy:
         backoff_base_seconds=window,
         backoff_cap_seconds=window,
         max_attempts=4,
-        on_expired=on_window_expired,
         on_retry=on_retry,
+        on_lease=on_attempt_start,
+        on_window_end=on_window_expired,
         on_dead=on_dead,
     )
 
@@ -43,16 +44,21 @@ def candidate_for_attempt(job: Job, attempt: int) -> str | None:
 
 
 def on_window_expired(job: Job) -> None:
-    """The current candidate's window ran out without an answer: `expired` until the next
-    attempt starts (only an `open` clarification; richer states are kept)."""
+    """The previous candidate's window ran out without an answer: audited once per
+    attempt, and an `open` clarification is `expired` until the next attempt starts
+    (richer states such as attested are kept)."""
     clar = _clarification(job)
-    if clar is None:
+    attempt = job.attempts - 1
+    if clar is None or clar.state in (State.ANSWERED, State.CONFLICTED, State.DEAD_LETTERED):
+        return
+    if AuditEvent.objects.filter(clarification=clar, type="window_expired",
+                                 detail__attempt=attempt).exists():
         return
     audit_event_append(
         tenant=clar.tenant,
         clarification=clar,
         type="window_expired",
-        detail={"attempt": job.attempts, "candidate": candidate_for_attempt(job, job.attempts)},
+        detail={"attempt": attempt, "candidate": candidate_for_attempt(job, attempt)},
     )
     if clar.state == State.OPEN:
         audit_event_append(
@@ -81,6 +87,17 @@ def on_retry(job: Job) -> None:
         detail={"attempt": job.attempts - 1, "candidate": candidate_for_attempt(job, job.attempts - 1),
                 "reason": reason, "via": "jobs protocol", "detail": detail.strip()[:300]},
     )
+
+
+def on_attempt_start(job: Job) -> None:
+    """The next attempt starts: an expired clarification is open again."""
+    clar = _clarification(job)
+    if clar is None or clar.state != State.EXPIRED:
+        return
+    clar.state = State.OPEN
+    clar.save(update_fields=["state", "updated_at"])
+    audit_event_append(tenant=clar.tenant, clarification=clar, type="state_changed",
+                       detail={"from": State.EXPIRED, "to": State.OPEN, "attempt": job.attempts})
 
 
 def skip_reasons(clar: Clarification) -> list[dict[str, Any]]:

@@ -15,10 +15,9 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
-from clarify.models import Clarification, Severity, State
+from clarify.models import AuditEvent, Clarification, Severity, State
 from clarify.routing import skip_reasons
 from clarify.services import audit_event_append
 from telha.jobs.services import Lease, LeaseLost, job_advance, job_complete, job_fail
@@ -29,7 +28,7 @@ from .cards import build_card, build_escalation
 from .channels import Channel, DeliveryError, configured_channels
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState
-from .restriction import excerpt_for_chat
+from .restriction import excerpt_for_chat, gated_card, gated_escalation
 
 log = logging.getLogger(__name__)
 
@@ -136,11 +135,6 @@ def handle_lease(lease: Lease) -> None:
         job_complete(tenant=None, job_id=job.pk, token=lease.token,
                      result={"skipped": f"clarification {clar.state}"})
         return
-    if clar.state == State.EXPIRED:
-        with transaction.atomic():
-            Clarification.objects.filter(pk=clar.pk, state=State.EXPIRED).update(state=State.OPEN)
-            _event(clar, "state_changed", **{"from": State.EXPIRED, "to": State.OPEN})
-        clar.state = State.OPEN
     ranking: list[str] = [str(p) for p in payload.get("ranking") or []]
     people = {
         str(p.pk): p
@@ -210,6 +204,11 @@ def _ask(
                channel=route.channel.name, reason=DIGESTED, nonceState=delivery.nonce_state)
         return
     card = build_card(clar, delivery.nonce, excerpt_for_chat(clar))
+    if route.channel.name != "inbox":
+        card, blocked = gated_card(card, clar)
+        if blocked:
+            _event(clar, "restricted_content_blocked", attempt=attempt,
+                   channel=route.channel.name, reason=blocked)
     try:
         ref = _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
     except DeliveryError as exc:
@@ -224,9 +223,16 @@ def _ask(
     )
     _event(clar, "delivered", attempt=attempt, candidate=str(person.pk),
            channel=route.channel.name, nonceState=delivery.nonce_state, messageRef=ref[:200])
-    if clar.severity == Severity.HIGH and attempt == 0:
+    if clar.severity == Severity.HIGH and not _steward_notified(clar):
+        # Once per clarification, at its first card (ranking[0] may have been skipped).
         _event(clar, "steward_notified", reason="high_severity")
     # No heartbeat from here on: lease expiry + backoff is the escalation window.
+
+
+def _steward_notified(clar: Clarification) -> bool:
+    return AuditEvent.objects.filter(
+        clarification=clar, type="steward_notified", detail__reason="high_severity"
+    ).exists()
 
 
 def _escalate(lease: Lease, clar: Clarification, attempt: int) -> None:
@@ -248,9 +254,10 @@ def _escalate(lease: Lease, clar: Clarification, attempt: int) -> None:
             clar, steward, lease.job.pk, attempt, DeliveryKind.ESCALATION, route.channel.name,
             DeliveryStatus.SENT,
         )
+        message = escalation if route.channel.name == "inbox" else gated_escalation(escalation, clar)
         try:
             ref = _send_with_retries(
-                lambda r=route: r.channel.send_escalation(address=r.address, escalation=escalation)
+                lambda r=route, m=message: r.channel.send_escalation(address=r.address, escalation=m)
             )
         except DeliveryError as exc:
             Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)

@@ -32,6 +32,10 @@ class KindPolicy:
     on_expired: Callable[[Any], None] | None = field(default=None, compare=False)
     on_retry: Callable[[Any], None] | None = field(default=None, compare=False)
     on_dead: Callable[[Any], None] | None = field(default=None, compare=False)
+    # A job was just leased (its next attempt starts); runs in the leasing transaction.
+    on_lease: Callable[[Any], None] | None = field(default=None, compare=False)
+    # A reaped job became runnable again: its backoff (e.g. an escalation window) ran out.
+    on_window_end: Callable[[Any], None] | None = field(default=None, compare=False)
 
 
 DEFAULT_POLICY = KindPolicy()
@@ -41,6 +45,10 @@ _POLICIES: dict[str, Callable[[], KindPolicy]] = {}
 def register_kind(kind: str, policy: Callable[[], KindPolicy]) -> None:
     """Register a kind's policy factory (called at use, so settings overrides apply)."""
     _POLICIES[kind] = policy
+
+
+def registered_kinds() -> list[str]:
+    return list(_POLICIES)
 
 
 def policy_for_kind(kind: str) -> KindPolicy:

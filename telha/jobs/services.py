@@ -22,7 +22,7 @@ from telha.common.errors import Conflict, InvalidInput, PermissionDeniedError
 from telha.tenancy.models import Tenant
 
 from .models import Job, JobStatus
-from .policies import SKIP_REASONS, backoff_seconds, policy_for_kind
+from .policies import SKIP_REASONS, backoff_seconds, policy_for_kind, registered_kinds
 
 MAX_LEASE_SECONDS = 3600
 MAX_BATCH = 100
@@ -133,6 +133,10 @@ def job_lease(
                 lease_expires_at=db_now + timedelta(seconds=ttl),
                 updated_at=db_now,
             )
+        for job in jobs:
+            on_lease = policy_for_kind(job.kind).on_lease
+            if on_lease is not None:
+                on_lease(job)
     return leases
 
 
@@ -260,6 +264,23 @@ def jobs_reap(*, limit: int = 500) -> int:
             return reaped
 
 
+def jobs_windows_ended() -> int:
+    """Tell each kind's `on_window_end` hook about reaped jobs whose backoff ran out and
+    that wait for their next attempt (the hook must be idempotent)."""
+    seen = 0
+    for kind in registered_kinds():
+        hook = policy_for_kind(kind).on_window_end
+        if hook is None:
+            continue
+        waiting = Job.objects.filter(kind=kind, status=JobStatus.PENDING, attempts__gt=0,
+                                     run_after__lte=Now(), last_error__startswith="LEASE_EXPIRED")
+        for job in waiting.iterator():
+            with transaction.atomic():
+                hook(job)
+            seen += 1
+    return seen
+
+
 def ready_kinds() -> list[str]:
     """Kinds with jobs ready to lease now."""
     return list(
@@ -276,6 +297,7 @@ def jobs_sweep() -> dict[str, Any]:
     from . import dispatch
 
     reaped = jobs_reap()
+    jobs_windows_ended()
     kinds = ready_kinds()
     for kind in kinds:
         dispatch.kick(kind)

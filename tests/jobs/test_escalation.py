@@ -7,7 +7,7 @@ import pytest
 from clarify.models import AuditEvent, State
 from clarify.routing import candidate_for_attempt
 from telha.jobs.models import JobStatus
-from telha.jobs.services import jobs_reap
+from telha.jobs.services import jobs_reap, jobs_windows_ended
 
 from .conftest import (
     assert_error,
@@ -69,20 +69,25 @@ def test_each_attempt_asks_the_next_candidate_then_the_steward_then_dead_letters
         end = now()
         db = row(opened.job)
         opened.clar.refresh_from_db()
-        window_events = _events(opened.clar, "window_expired")
-        assert [e.detail for e in window_events][-1] == {"attempt": attempt, "candidate": expected}
-        assert len(window_events) == attempt + 1
 
         if attempt < len(ranking):
             assert (db.status, db.attempts) == (JobStatus.PENDING, attempt + 1)
             waited = (db.run_after - start).total_seconds()
             assert 0.9 * WINDOW - 0.25 <= waited <= WINDOW + (end - start).total_seconds() + 0.25
-            # No answer: the clarification is expired while the next candidate waits.
-            assert opened.clar.state == State.EXPIRED
-            # Nobody is asked again before the window has run out …
+            # The window is running: the clarification is still open …
+            assert opened.clar.state == State.OPEN
+            assert jobs_windows_ended() == 0
+            # … nobody is asked again before the window has run out …
             assert _lease(clarify_client) == []
-            # … and the next candidate is asked once it has.
+            # … and once it has, the clarification is expired until the next attempt.
             wait_until_runnable(opened.job)
+            assert jobs_windows_ended() == 1
+            assert jobs_windows_ended() == 1  # idempotent: no second event
+            opened.clar.refresh_from_db()
+            assert opened.clar.state == State.EXPIRED
+            window_events = _events(opened.clar, "window_expired")
+            assert len(window_events) == attempt + 1
+            assert window_events[-1].detail == {"attempt": attempt, "candidate": expected}
         else:
             assert (db.status, db.attempts) == (JobStatus.DEAD, 4)
 
@@ -90,7 +95,10 @@ def test_each_attempt_asks_the_next_candidate_then_the_steward_then_dead_letters
     transitions = [
         (e.detail["from"], e.detail["to"]) for e in _events(opened.clar, "state_changed")
     ]
-    assert transitions == [("open", "expired"), ("expired", "dead_lettered")]
+    # Each window's end expires the clarification; each next attempt opens it again.
+    assert transitions == [("open", "expired"), ("expired", "open")] * 3 + [
+        ("open", "dead_lettered")
+    ]
     [dead] = _events(opened.clar, "dead_lettered")
     assert dead.detail["lastError"].startswith("LEASE_EXPIRED")
     assert dead.detail["skipReasons"] == []
@@ -132,8 +140,11 @@ def test_a_skipped_candidate_burns_no_window_and_is_listed_when_dead_lettered(
     expire_lease(opened.job)
     jobs_reap()
     opened.clar.refresh_from_db()
-    assert opened.clar.state == State.EXPIRED
+    assert opened.clar.state == State.OPEN  # bob's window is running
     wait_until_runnable(opened.job)
+    jobs_windows_ended()
+    opened.clar.refresh_from_db()
+    assert opened.clar.state == State.EXPIRED  # … and ran out
 
     # Attempt 2 is the steward escalation; its delivery fails for good.
     [leased] = _lease(clarify_client)
@@ -229,11 +240,12 @@ def test_the_window_does_not_overwrite_a_richer_state(
 
     expire_lease(opened.job)
     jobs_reap()
+    wait_until_runnable(opened.job)
+    jobs_windows_ended()
     opened.clar.refresh_from_db()
     assert opened.clar.state == State.ATTESTED
     assert len(_events(opened.clar, "window_expired")) == 1
 
-    wait_until_runnable(opened.job)
     [leased] = _lease(clarify_client)
     assert leased["attempts"] == 1 == len(leased["payload"]["ranking"])  # the steward's
     expire_lease(opened.job)
