@@ -274,9 +274,15 @@ def clarification_answer(
     if readable is not None:
         clarifications = clarifications.filter(pk__in=readable.values("pk"))
     try:
-        clar = clarifications.select_for_update().get(pk=clarification_id)
+        # Lock only the clarification row; the target node comes along for bind().
+        clar = (
+            clarifications.select_related("target")
+            .select_for_update(of=("self",))
+            .get(pk=clarification_id)
+        )
     except (Clarification.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
         raise NotFound("No such clarification.") from exc
+    clar.tenant = caller.tenant  # the same row (filtered above); saves a query per event
     interval = normalise_answer(clar, answer)
     override = bool(answer.steward_override)
     responses = list(clar.responses.order_by("seq"))
@@ -374,7 +380,9 @@ def clarification_answer(
 
     _event(clar, "response_recorded", record, now)
     counting = [r.pk for r in active.values()]
-    ResponseRecord.objects.filter(pk__in=counting).update(binding_status=BindingStatus.BOUND)
+    earlier = [pk for pk in counting if pk != record.pk]  # `record` is marked by _finish()
+    if earlier:
+        ResponseRecord.objects.filter(pk__in=earlier).update(binding_status=BindingStatus.BOUND)
     evidence = (
         EvidenceClass.QUORUM_CONFIRMATION if required > 1 else EvidenceClass.HUMAN_CLARIFICATION
     )

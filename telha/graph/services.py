@@ -77,7 +77,9 @@ def _next_tx(previous: NodeVersion | None) -> int:
     return max(now, previous.tx_from + 1) if previous is not None else now
 
 
-@transaction.atomic
+# No savepoint when nested (two round trips per version): every caller lets a failure
+# propagate, so the enclosing transaction rolls back anyway.
+@transaction.atomic(savepoint=False)
 def node_version_write(
     *,
     node: Node,

@@ -1,0 +1,1 @@
+"""Benchmarks for Telha clarify (`make bench`; not part of `make test`)."""
