@@ -34,6 +34,7 @@ lint: venv
 
 ## Benchmarks (not part of `make test`); needs PostgreSQL at 127.0.0.1:5432.
 bench: venv
+	$(BIN)/pip install --disable-pip-version-check -q -r bench/requirements-bench.txt
 	$(BIN)/python bench/run_all.py
 
 clean:

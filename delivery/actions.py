@@ -58,7 +58,33 @@ def card_action_process(
 ) -> ActionOutcome:
     """Process one tap. Unknown nonce, a nonce replayed against another clarification, a
     revoked nonce, a tap by anyone but the recipient, or an exact replay: dropped and
-    audited, never processed."""
+    audited, never processed. The action log row records how it ended."""
+    record: list[CardAction] = []
+    outcome = _process(
+        channel=channel, actor=actor, clarification_id=clarification_id, nonce=nonce,
+        answer_index=answer_index, answer_custom=answer_custom, action_id=action_id,
+        message_ref=message_ref, actor_identity=actor_identity, record=record,
+    )
+    if record:
+        CardAction.objects.filter(pk=record[0].pk).update(
+            outcome=(outcome.reason or outcome.status)[:40]
+        )
+    return outcome
+
+
+def _process(
+    *,
+    channel: str,
+    actor: Person | None,
+    clarification_id: Any,
+    nonce: Any,
+    answer_index: Any,
+    answer_custom: Any,
+    action_id: str | None,
+    message_ref: str | None,
+    actor_identity: str,
+    record: list[CardAction],
+) -> ActionOutcome:
     delivery = (
         Delivery.objects.select_related("tenant", "clarification", "person")
         .filter(nonce=str(nonce or "")[:64])
@@ -69,13 +95,13 @@ def card_action_process(
     if action_id:
         try:
             with transaction.atomic():
-                CardAction.objects.create(
+                record.append(CardAction.objects.create(
                     tenant=delivery.tenant if delivery else None,
                     channel=channel,
                     action_id=action_id[:200],
                     delivery=delivery,
                     outcome="received",
-                )
+                ))
         except IntegrityError:
             return _drop(delivery, "REPLAYED_ACTION", channel, {"actionId": action_id[:200]})
     if delivery is None:
