@@ -2,17 +2,19 @@
 filters and the Needs-attention queue, a page to decide from, the dead-letter digest, and
 the tenant's clarify policy. Actions call the same services as the API."""
 
+import uuid
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.core.exceptions import ValidationError
 from django.db.models import JSONField, OuterRef, Q, QuerySet, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from telha.admin_site import TenantScopedAdmin, steward_of
+from telha.admin_site import TenantScopedAdmin, json_for_people, steward_of
 from telha.common.errors import DomainError
 from telha.common.times import TimeParseError, iso, parse_us
 from telha.graph.models import NodeVersion
@@ -75,6 +77,32 @@ class OverrideForm(forms.Form):
 
 def _date_us(value: Any) -> int | None:
     return parse_us(f"{value.isoformat()}T00:00:00Z") if value else None
+
+
+def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
+    """The clarification report for people: µs times as dates, delivery candidates by
+    name (the CLI's `--json` keeps the raw values)."""
+    ids = set()
+    for h in report["deliveryHistory"]:
+        try:
+            ids.add(uuid.UUID(str(h.get("candidate"))))
+        except ValueError:
+            continue
+    names = {str(p.pk): p.name for p in Person.objects.filter(tenant=tenant, pk__in=ids)}
+    return {
+        **report,
+        "responses": [{**r, "responseTx": iso(r["responseTx"])} for r in report["responses"]],
+        "deliveryHistory": [
+            {**h, "at": iso(h["at"]),
+             "candidateName": names.get(str(h["candidate"]), "(erased)")
+             if h.get("candidate") else "steward"}
+            for h in report["deliveryHistory"]
+        ],
+        "events": [
+            {"at": iso(e["at"]), "type": e["type"], "detail": json_for_people(e["detail"])}
+            for e in report["events"]
+        ],
+    }
 
 
 @admin.register(Clarification)
@@ -169,7 +197,7 @@ class ClarificationAdmin(TenantScopedAdmin):
         if request.method == "POST":
             self._act(request, clar, steward)
             return HttpResponseRedirect(request.path)
-        report = clarification_detail(clar)
+        report = _display_report(clarification_detail(clar), clar.tenant)
         versions = NodeVersion.objects.filter(node_id=clar.target_id).order_by("tx_from")
         timeline = [
             {"seq": v.seq, "valid": f"{iso(v.valid_from)} → {iso(v.valid_to)}",
@@ -201,8 +229,9 @@ class ClarificationAdmin(TenantScopedAdmin):
             "people": people,
             "state_badge": self.state_badge(clar),
             "severity_badge": self.severity_badge(clar),
-            "can_override": clar.state == State.CONFLICTED
-            or bool(clar.quorum_policy.get("allowStewardOverride")),
+            "can_override": clar.state != State.ANSWERED
+            and (clar.state == State.CONFLICTED
+                 or bool(clar.quorum_policy.get("allowStewardOverride"))),
             **(extra_context or {}),
         }
         return render(request, self.change_form_template, context)
@@ -264,7 +293,7 @@ class ClarificationAdmin(TenantScopedAdmin):
             else:
                 messages.error(request, "Unknown action.")
         except (ResponseRecord.DoesNotExist, Person.DoesNotExist, ValueError,
-                TimeParseError):
+                ValidationError, TimeParseError):
             messages.error(request, "That record does not exist in this clarification.")
         except DomainError as exc:
             messages.error(request, f"Refused ({exc.code}): {exc.detail}")

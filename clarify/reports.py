@@ -66,7 +66,8 @@ def clarification_detail(clar: Clarification) -> dict[str, Any]:
         p.pk: p.name
         for p in Person.objects.filter(pk__in=[r.responder for r in responses] + clar.asked)
     }
-    job = Job.objects.filter(subject=str(clar.pk), kind="clarify:temporal").first()
+    # The latest routing job (a re-ask supersedes the earlier one).
+    job = Job.objects.filter(subject=str(clar.pk), kind="clarify:temporal").order_by("-id").first()
     return {
         **clarification_row(clar),
         "quorumPolicy": clar.quorum_policy,

@@ -11,11 +11,11 @@ from typing import Any
 from django.db import transaction
 from django.utils import timezone
 
-from delivery.models import CardAction, Delivery, NonceState, TeamsConversation
+from delivery.models import CardAction, ChatTurn, Delivery, NonceState, TeamsConversation
 from telha.common.errors import Conflict, NotFound
-
 from telha.graph.models import Node, NodeVersion, Source
 from telha.graph.services import node_version_write, source_acl_set
+from telha.ingest.models import Document
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import job_enqueue
 from telha.tenancy.models import Person, PersonAlias, Rights, Tenant
@@ -189,6 +189,11 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
     CardAction.objects.filter(delivery__in=deliveries).delete()
     counts["deliveries"] = deliveries.delete()[0]
     counts["chatIdentities"] = TeamsConversation.objects.filter(person=person).delete()[0]
+    # Their chat history (questions asked, answers given to them) and uploader marks.
+    counts["chatTurns"] = ChatTurn.objects.filter(person=person).delete()[0]
+    counts["documents"] = Document.objects.filter(
+        tenant=tenant, uploaded_by__icontains=pid
+    ).update(uploaded_by=ERASED)
     for event in AuditEvent.objects.filter(tenant=tenant):
         scrubbed = _scrub(event.detail, needles)
         if scrubbed != event.detail:

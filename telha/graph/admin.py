@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.utils.html import format_html_join
 
-from telha.admin_site import TenantScopedAdmin
+from telha.admin_site import TenantScopedAdmin, json_for_people
 from telha.common.times import iso
 
 from .models import NodeVersion, Source
@@ -37,7 +37,7 @@ class NodeVersionAdmin(TenantScopedAdmin):
     list_select_related = ("node",)
     search_fields = ("search_text",)
     fields = ("node", "seq", "labels", "properties", "valid", "recorded", "confidence",
-              "provenance", "pending", "evidence_class")
+              "provenance_text", "pending", "evidence_class")
     readonly_fields = fields
 
     @admin.display(description="labels")
@@ -47,6 +47,10 @@ class NodeVersionAdmin(TenantScopedAdmin):
     @admin.display(description="valid")
     def valid(self, obj: NodeVersion) -> str:
         return f"{iso(obj.valid_from)} → {iso(obj.valid_to)}"
+
+    @admin.display(description="provenance")
+    def provenance_text(self, obj: NodeVersion) -> str:
+        return json_for_people(obj.provenance)
 
     @admin.display(description="recorded")
     def recorded(self, obj: NodeVersion) -> str:

@@ -4,6 +4,7 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db.models import JSONField, OuterRef, Subquery
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
@@ -50,8 +51,24 @@ class DocumentAdmin(TenantScopedAdmin):
         return [path("upload/", self.admin_site.admin_view(self.upload_view),
                      name="ingest_document_upload"), *super().get_urls()]
 
+    def get_queryset(self, request: HttpRequest) -> Any:
+        # Each row's job comes along in the list query (no query per row).
+        job = Job.objects.filter(pk=OuterRef("job_id"))
+        return super().get_queryset(request).annotate(
+            job_status_=Subquery(job.values("status")[:1]),
+            job_result_=Subquery(job.values("result")[:1], output_field=JSONField()),
+            job_error_=Subquery(job.values("last_error")[:1]),
+        )
+
     def _job(self, obj: Document) -> Job | None:
-        return Job.objects.filter(pk=obj.job_id).first() if obj.job_id else None
+        if not obj.job_id:
+            return None
+        if hasattr(obj, "job_status_"):
+            if obj.job_status_ is None:
+                return None
+            return Job(pk=obj.job_id, status=obj.job_status_, result=obj.job_result_,
+                       last_error=obj.job_error_ or "")
+        return Job.objects.filter(pk=obj.job_id).first()
 
     @admin.display(description="job")
     def job_status(self, obj: Document) -> str:

@@ -1,0 +1,192 @@
+"""The steward's browser journey, driven by Playwright in Debian's headless Chromium: sign
+in, open the Needs-attention queue, open a conflicted clarification, resolve it by
+override, and see the fact's new version. Screenshots go to var/screenshots/.
+
+Set-up installs what is missing: Debian's `chromium` (as root, through apt-get) and the
+pinned Playwright from requirements-browser.txt into this interpreter's environment. It
+never runs `playwright install` (no downloaded browser builds). Where Chromium cannot be
+had, the test is skipped with the reason.
+"""
+
+import importlib
+import os
+import re
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from clarify.models import Clarification, State
+from telha.graph.models import NodeVersion
+
+from .conftest import JUN_2026, STEWARD_PASSWORD, submit_with
+
+REPO = Path(__file__).resolve().parents[2]
+CHROMIUM = "/usr/bin/chromium"
+SCREENSHOTS = REPO / "var" / "screenshots"
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def _run(cmd: list[str], timeout: int) -> bool:
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    try:
+        done = subprocess.run(
+            cmd,
+            env=env,
+            timeout=timeout,
+            capture_output=True,
+            text=True,
+            stdin=subprocess.DEVNULL,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        print(f"{' '.join(cmd)}: {exc}", file=sys.stderr)
+        return False
+    if done.returncode != 0:
+        print(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-2000:]}", file=sys.stderr)
+    return done.returncode == 0
+
+
+def _chromium() -> str:
+    """Debian's Chromium, installed through apt-get when missing and possible."""
+    if os.access(CHROMIUM, os.X_OK):
+        return CHROMIUM
+    if os.geteuid() != 0 or shutil.which("apt-get") is None:
+        pytest.skip(f"{CHROMIUM} is missing and apt-get cannot install it here (not root)")
+    _run(["apt-get", "update"], timeout=300)
+    _run(["apt-get", "install", "-y", "chromium", "fonts-liberation"], timeout=900)
+    if not os.access(CHROMIUM, os.X_OK):
+        pytest.skip(f"{CHROMIUM} is missing and `apt-get install chromium` did not provide it")
+    return CHROMIUM
+
+
+def _playwright():  # type: ignore[no-untyped-def]
+    """playwright.sync_api, pip-installed (pinned) into this environment when missing."""
+    try:
+        return importlib.import_module("playwright.sync_api")
+    except ImportError:
+        pass
+    ok = _run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--disable-pip-version-check",
+            "-q",
+            "-r",
+            str(REPO / "requirements-browser.txt"),
+        ],
+        timeout=600,
+    )
+    importlib.invalidate_caches()
+    try:
+        return importlib.import_module("playwright.sync_api")
+    except ImportError:
+        pytest.skip(f"Playwright is not installed and pip could not install it (ok={ok})")
+
+
+@pytest.fixture(scope="module")
+def browser():
+    executable = _chromium()
+    sync_api = _playwright()
+    # Playwright's sync API keeps an event loop on this thread; the ORM calls made between
+    # its calls (the test's set-up and checks, the database flush) are plain sync code.
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
+        with sync_api.sync_playwright() as p:
+            chromium = p.chromium.launch(
+                executable_path=executable, args=CHROMIUM_ARGS, headless=True
+            )
+            try:
+                yield chromium
+            finally:
+                chromium.close()
+
+
+def test_steward_resolves_a_conflicted_clarification_in_the_browser(
+    browser, live_server, ingest_client, person_client
+):
+    clar = submit_with(ingest_client, severity_hint="critical")
+    alice, bob = person_client("alice"), person_client("bob")
+    for client, index in ((alice, 1), (bob, 2)):
+        resp = client.post(
+            f"/v1/clarifications/{clar.pk}/answer", {"answerIndex": index}, format="json"
+        )
+        assert resp.status_code == 202, resp.content
+    # A quieter one, which the queue must not list.
+    quiet = submit_with(ingest_client, external_id="contracts/quiet.docx", name="Quiet term")
+    clar.refresh_from_db()
+    assert clar.state == State.CONFLICTED
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+
+    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+        page.fill("#id_username", "sam@acme.test")
+        page.fill("#id_password", STEWARD_PASSWORD)
+        page.click("input[type=submit]")
+        page.wait_for_url(f"{live_server.url}/admin/")
+        assert "Steward review" in page.content()
+
+        page.click("text=Needs attention")
+        page.wait_for_url(re.compile(r"/admin/clarify/clarification/\?attention=yes$"))
+        rows = page.locator("#result_list tbody tr")
+        assert rows.count() == 1
+        assert "MSA term" in rows.first.inner_text()
+        assert "conflicted" in rows.first.inner_text()
+        assert "Quiet term" not in page.content()
+        page.screenshot(path=str(SCREENSHOTS / "queue.png"), full_page=True)
+
+        rows.first.locator("a", has_text="MSA term").click()
+        page.wait_for_url(re.compile(rf"/admin/clarify/clarification/{clar.pk}/change/"))
+        assert page.locator("h1", has_text="MSA term").count() == 1
+        assert "Bind this answer" in page.content()
+        page.screenshot(path=str(SCREENSHOTS / "decide.png"), full_page=True)
+
+        page.select_option("select[name=answer_index]", "1")
+        page.fill("input[name=reason]", "The countersigned copy is dated 12 June.")
+        page.click("text=Bind this answer")
+        page.wait_for_selector("text=Override recorded: bound.")
+        bound_row = page.locator("tr.bound")
+        assert bound_row.count() == 1
+        assert "2026-06-12 00:00:00 UTC" in bound_row.inner_text()
+        assert "steward_override" in bound_row.inner_text()
+        page.screenshot(path=str(SCREENSHOTS / "after-override.png"), full_page=True)
+
+        # The new version in the NodeVersion admin, too.
+        page.goto(
+            f"{live_server.url}/admin/graph/nodeversion/?evidence_class__exact=steward_override"
+        )
+        assert page.locator("#result_list tbody tr").count() == 1
+    finally:
+        context.close()
+
+    clar = Clarification.objects.get(pk=clar.pk)
+    assert clar.state == State.ANSWERED and clar.binding.evidence_class == "steward_override"
+    current = NodeVersion.objects.get(node=clar.target, tx_to__isnull=True)
+    assert (current.valid_from, current.evidence_class) == (JUN_2026, "steward_override")
+    # ...and through the API.
+    history = alice.get(f"/v1/nodes/{clar.target_id}/history").json()["records"]
+    assert (history[-1]["validFrom"], history[-1]["evidenceClass"]) == (
+        JUN_2026,
+        "steward_override",
+    )
+    assert Clarification.objects.get(pk=quiet.pk).state == State.OPEN
+    for name in ("queue.png", "decide.png", "after-override.png"):
+        assert (SCREENSHOTS / name).stat().st_size > 10_000, name
