@@ -32,7 +32,7 @@ def digests_flush(*, now: Any = None) -> int:
     for person_id in due_people:
         with transaction.atomic():
             items = list(
-                queued.select_for_update()
+                queued.select_for_update(of=("self",))
                 .filter(person_id=person_id)
                 .select_related("person__user", "clarification__source_version__source",
                                 "clarification__tenant")

@@ -1,0 +1,365 @@
+"""Delivery fixtures: submissions that open clarifications, a recording fake channel, the
+worker loop, window expiry, a second workspace, and row counts for "nothing written".
+
+Plain helpers are importable from this module (`from .conftest import ...`)."""
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+from types import SimpleNamespace
+from typing import Any
+from unittest import mock
+
+import pytest
+from django.utils import timezone
+
+import delivery.channels
+import delivery.worker
+from clarify.models import AuditEvent, Clarification, ResponseRecord
+from delivery.cards import Card, Escalation
+from delivery.channels import Channel, DeliveryError
+from delivery.models import CardAction, Delivery
+from telha.common.times import to_us
+from telha.graph.models import NodeVersion
+from telha.jobs.models import Job, JobStatus
+from telha.jobs.services import jobs_reap, jobs_sweep
+from telha.jobs.tasks import work
+from telha.tenancy.models import Person
+from telha.tenancy.services import api_key_create, workspace_load
+from tests.conftest import client_for
+
+JOB_KIND = "clarify:temporal"
+PASSWORD = "inbox-pass-" + "x" * 10
+
+# The span text: distinctive, so "never delivered" can be asserted by substring.
+SPAN_TEXT = "effective next quarter (ACME-CONFIDENTIAL-7731)"
+TEXT = (
+    "MASTER SERVICES AGREEMENT between Acme and Vendor. This agreement is "
+    f"{SPAN_TEXT} and runs until terminated by either party with 90 days notice."
+)
+SPAN = {"start": TEXT.index(SPAN_TEXT), "end": TEXT.index(SPAN_TEXT) + len(SPAN_TEXT)}
+OCT_2026 = 1_790_812_800_000_000  # 2026-10-01T00:00:00Z
+JUL_2026 = 1_782_864_000_000_000  # 2026-07-01T00:00:00Z
+JUN_2026 = 1_781_222_400_000_000  # 2026-06-12T00:00:00Z
+CANDIDATES = [
+    {"validFrom": OCT_2026, "validTo": None, "label": "1 Oct 2026 (next quarter)", "spanRef": 0},
+    {"validFrom": JUN_2026, "validTo": None, "label": "12 June (signature)"},
+    {"validFrom": JUL_2026, "validTo": None, "label": "1 Jul 2026 (countersignature)"},
+]
+
+
+def build_submission(
+    *,
+    external_id: str = "contracts/msa.docx",
+    title: str = "Master services agreement",
+    name: str = "MSA term",
+    text: str = TEXT,
+    span: dict[str, int] | None = None,
+    links: list[tuple[str, str]] | None = None,
+    acl: list[str] | None = None,
+    restriction: str | None = None,
+    severity_hint: str | None = None,
+    kind: str = "relative_date",
+    candidates: list[dict[str, Any]] | None = None,
+    email_domain: str = "acme.test",
+) -> dict[str, Any]:
+    """A Submission (CONTRACT §3.1) with one fact (ref 0) and its authority edges.
+
+    `links` are `(EDGE_TYPE, name)`: fact → PERSON node of `name@email_domain`; the edge
+    type fixes the rank (AUTHORED_BY < MENTIONS < OWNED_BY)."""
+    links = [("AUTHORED_BY", "alice"), ("MENTIONS", "bob")] if links is None else links
+    nodes: list[dict[str, Any]] = [
+        {
+            "ref": 0,
+            "key": external_id.replace("/", "-"),
+            "labels": ["CONTRACT_TERM"],
+            "properties": {"name": name},
+            "validFrom": None,
+            "validTo": None,
+            "confidence": 0.92,
+            "spanRef": 0,
+        }
+    ]
+    edges = []
+    for edge_type, who in links:
+        ref = len(nodes)
+        email = who if "@" in who else f"{who}@{email_domain}"
+        nodes.append({"ref": ref, "labels": ["PERSON"], "properties": {"email": email}})
+        edges.append({"type": edge_type, "from": 0, "to": ref})
+    return {
+        "source": {
+            "system": "sharepoint",
+            "externalId": external_id,
+            "title": title,
+            "uri": f"https://example.test/{external_id}",
+            "text": text,
+            "acl": ["group:legal"] if acl is None else acl,
+            "restriction": restriction,
+        },
+        "spans": [dict(span or SPAN)],
+        "nodes": nodes,
+        "edges": edges,
+        "ambiguities": [
+            {
+                "nodeRef": 0,
+                "kind": kind,
+                "severityHint": severity_hint,
+                "candidates": [dict(c) for c in (candidates or CANDIDATES)],
+                "detectorConfidence": 0.81,
+                "appliedCandidateConfidence": 0.45,
+            }
+        ],
+    }
+
+
+def submit_with(client: Any, **kwargs: Any) -> Clarification:
+    """POST a submission; returns its (one) clarification."""
+    resp = client.post("/v1/submissions", build_submission(**kwargs), format="json")
+    assert resp.status_code == 201, resp.content
+    [clar] = resp.json()["clarifications"]
+    return Clarification.objects.select_related("tenant").get(pk=clar["id"])
+
+
+def job_of(clar: Clarification) -> Job:
+    return Job.objects.get(kind=JOB_KIND, subject=str(clar.pk))
+
+
+def run_worker() -> int:
+    """One pass of the in-process worker. Like Django's test client (which disconnects
+    `close_old_connections` from the request signals), the per-loop connection recycling
+    is switched off: inside a test transaction it would close the test's connection."""
+    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+        return work(JOB_KIND, max_seconds=5)
+
+
+def lapse_lease(clar: Clarification) -> Job:
+    """The lease of the current attempt runs out (no heartbeat after a send): the reaper
+    re-pends the job with attempts + 1 and run_after = now + the escalation window."""
+    job = job_of(clar)
+    assert job.status == JobStatus.LEASED, job.status
+    Job.objects.filter(pk=job.pk).update(lease_expires_at=timezone.now() - timedelta(seconds=5))
+    assert jobs_reap() >= 1
+    return job_of(clar)
+
+
+def window_passes(clar: Clarification) -> Job:
+    """The backoff (the escalation window) of a re-pended job has passed and the sweep
+    runs: the clarification is `expired` until the next attempt is leased."""
+    Job.objects.filter(kind=JOB_KIND, subject=str(clar.pk), status=JobStatus.PENDING).update(
+        run_after=timezone.now() - timedelta(seconds=1)
+    )
+    jobs_sweep()
+    return job_of(clar)
+
+
+def expire_window(clar: Clarification) -> Job:
+    """Unanswered past the window: the lease lapses, then the backoff passes."""
+    lapse_lease(clar)
+    return window_passes(clar)
+
+
+def events(clar: Clarification, type: str | None = None) -> list[AuditEvent]:
+    qs = AuditEvent.objects.filter(clarification=clar).order_by("at", "id")
+    return list(qs.filter(type=type) if type else qs)
+
+
+def event_types(clar: Clarification) -> list[str]:
+    return [e.type for e in events(clar)]
+
+
+def deliveries(clar: Clarification, **filters: Any) -> list[Delivery]:
+    return list(Delivery.objects.filter(clarification=clar, **filters).order_by("attempt", "kind"))
+
+
+def written_counts() -> dict[str, int]:
+    """Rows a card action could write."""
+    return {
+        m.__name__: m.objects.count()
+        for m in (ResponseRecord, NodeVersion, AuditEvent, Delivery, CardAction, Job)
+    }
+
+
+def snapshot_rows() -> dict[str, list[dict[str, Any]]]:
+    """Every row of the tables a refused card action must leave alone."""
+    return {
+        m.__name__: list(m.objects.order_by("pk").values())
+        for m in (ResponseRecord, NodeVersion, Delivery, Clarification, Job, CardAction)
+    }
+
+
+def day_us(iso_date: str) -> int:
+    from datetime import datetime
+
+    return to_us(datetime.fromisoformat(iso_date + "T00:00:00+00:00"))
+
+
+# --- the recording fake channel ----------------------------------------------------------
+
+
+@dataclass
+class ChannelLog:
+    """What the fake channel was asked to send, with the delivery row seen at send time."""
+
+    cards: list[tuple[str, Card]] = field(default_factory=list)
+    digests: list[tuple[str, list[Card]]] = field(default_factory=list)
+    escalations: list[tuple[str, Escalation]] = field(default_factory=list)
+    rows_at_send: list[dict[str, Any]] = field(default_factory=list)
+    unreachable: set[str] = field(default_factory=set)
+    fail_next: int = 0
+    fail_retryable: bool = True
+    send_calls: int = 0
+
+    def person_of(self, address: str) -> Person:
+        return Person.objects.get(pk=address.removeprefix("fake:"))
+
+    def texts(self) -> list[str]:
+        """Everything sent, as one string per message (for "never contains" checks)."""
+        out = [repr(card) for _, card in self.cards]
+        out += [repr(cards) for _, cards in self.digests]
+        out += [repr(esc) for _, esc in self.escalations]
+        return out
+
+    def _maybe_fail(self) -> None:
+        self.send_calls += 1
+        if self.fail_next > 0:
+            self.fail_next -= 1
+            raise DeliveryError("stub channel is down", retryable=self.fail_retryable)
+
+
+class RecordingChannel(Channel):
+    """A channel that records every send. It asserts the delivery row (with the card's
+    nonce) exists before the send, as the nonce rules require."""
+
+    name = "fake"
+
+    def __init__(self, log: ChannelLog) -> None:
+        self.log = log
+
+    def address(self, person: Person, aliases: dict[str, str]) -> str | None:
+        if person.erased_at is not None or person.user_id is None:
+            return None
+        if str(person.pk) in self.log.unreachable:
+            return None
+        return f"fake:{person.pk}"
+
+    def send_card(self, *, address: str, card: Card) -> str:
+        row = Delivery.objects.filter(nonce=card.nonce).values().first()
+        assert row is not None, "the nonce must be stored on the delivery before the send"
+        assert str(row["person_id"]) == address.removeprefix("fake:")
+        assert str(row["clarification_id"]) == card.clarification_id
+        self.log.rows_at_send.append(row)
+        self.log._maybe_fail()
+        self.log.cards.append((address, card))
+        return f"{address}:card:{card.nonce}"
+
+    def send_digest(self, *, address: str, cards: list[Card]) -> str:
+        for card in cards:
+            row = Delivery.objects.filter(nonce=card.nonce).values().first()
+            assert row is not None
+            assert str(row["person_id"]) == address.removeprefix("fake:")
+        self.log._maybe_fail()
+        self.log.digests.append((address, list(cards)))
+        return f"{address}:digest:{len(self.log.digests)}"
+
+    def send_escalation(self, *, address: str, escalation: Escalation) -> str:
+        assert Delivery.objects.filter(
+            clarification_id=escalation.clarification_id,
+            person_id=address.removeprefix("fake:"),
+            kind="escalation",
+        ).exists(), "the escalation's delivery row must exist before the send"
+        self.log._maybe_fail()
+        self.log.escalations.append((address, escalation))
+        return f"{address}:escalation:{len(self.log.escalations)}"
+
+
+@pytest.fixture
+def channel(monkeypatch):
+    """Replace the configured channels with one recording fake channel; returns its log.
+    Retries do not sleep."""
+    log = ChannelLog()
+    fake = RecordingChannel(log)
+    monkeypatch.setattr(delivery.channels, "configured_channels", lambda: [fake])
+    monkeypatch.setattr(delivery.worker, "configured_channels", lambda: [fake])
+    monkeypatch.setattr(delivery.worker, "RETRY_PAUSE_SECONDS", 0)
+    return log
+
+
+@pytest.fixture
+def inbox_only(settings):
+    """The real channels, with only the built-in inbox configured."""
+    settings.CLARIFY_CHANNELS = ["inbox"]
+
+
+@pytest.fixture
+def clarify_settings(settings):
+    """`clarify_settings(KEY=value, ...)` overrides settings.CLARIFY for the test."""
+
+    def apply(**overrides: Any) -> dict[str, Any]:
+        settings.CLARIFY = {**settings.CLARIFY, **overrides}
+        return settings.CLARIFY
+
+    return apply
+
+
+@pytest.fixture
+def submit(ingest_client):
+    """`submit(**build_submission_kwargs)` → the clarification opened in workspace acme."""
+
+    def do(**kwargs: Any) -> Clarification:
+        return submit_with(ingest_client, **kwargs)
+
+    return do
+
+
+@pytest.fixture
+def with_passwords(people):
+    """Every acme person can sign in to the inbox (and so is reachable by it)."""
+    for person in people.values():
+        person.user.set_password(PASSWORD)
+        person.user.save()
+    return people
+
+
+GLOBEX = {
+    "tenant": "globex",
+    "name": "Globex",
+    "groups": ["legal"],
+    "people": [
+        {
+            "name": "Gina Globex",
+            "email": "gina@globex.test",
+            "role": "editor",
+            "groups": ["legal"],
+            "password": PASSWORD,
+        },
+        {
+            "name": "Gus Globex",
+            "email": "gus@globex.test",
+            "role": "editor",
+            "groups": ["legal"],
+            "password": PASSWORD,
+        },
+        {
+            "name": "Sally Steward",
+            "email": "sally@globex.test",
+            "role": "steward",
+            "groups": ["legal"],
+            "password": PASSWORD,
+        },
+    ],
+}
+
+
+@pytest.fixture
+def globex(workspace):
+    """A second workspace (tenant B) with its own legal group, editors and steward."""
+    tenant = workspace_load(data=GLOBEX).tenant
+    _, secret = api_key_create(tenant=tenant, audience="ingest")
+    return SimpleNamespace(
+        tenant=tenant,
+        people={p.email.split("@")[0]: p for p in tenant.people.all()},
+        ingest_client=client_for(secret),
+    )
+
+
+# Slack fixtures (stub of the Web API, signed requests): tests/delivery/conftest_slack.py
+from .conftest_slack import slack_payloads, slack_post, slack_settings, slack_stub  # noqa: E402, F401
