@@ -287,15 +287,23 @@ def clarification_answer(
     override = bool(answer.steward_override)
     responses = list(clar.responses.order_by("seq"))
     mine = [r for r in responses if r.responder == person.pk]
-    if mine and mine[-1].interval == interval and _was_override(mine[-1]) == override:
+    override_allowed = rights == Rights.STEWARD and (
+        clar.state == State.CONFLICTED or bool(clar.quorum_policy.get("allowStewardOverride"))
+    )
+    if (
+        mine
+        and mine[-1].interval == interval
+        and (
+            _was_override(mine[-1]) == override
+            # After binding, an allowed override is recorded as a post-binding conflict.
+            or (override and override_allowed and mine[-1].outcome.get("postBinding") is True)
+        )
+    ):
         prior = mine[-1]
         body = _outcome_ordered(prior.outcome)
         return AnswerResult(prior.outcome_status, body, replayed=True, response_id=prior.pk)
 
-    if override and not (
-        rights == Rights.STEWARD
-        and (clar.state == State.CONFLICTED or clar.quorum_policy.get("allowStewardOverride"))
-    ):
+    if override and not override_allowed:
         raise StewardOverrideForbidden()
 
     now = now_us()
