@@ -31,7 +31,7 @@ from bench import _support
 
 CLIENTS = 16
 INITIAL_POOL = int(os.environ.get("BENCH_ANSWER_POOL", "300"))  # enough for the warm-up
-POOL_MARGIN = 2.0  # before each round: this x (best rate so far x round seconds)
+POOL_MARGIN = 2.5  # before each round: this x (best rate so far x round seconds)
 BATCH = 100  # fact nodes (and so clarifications) per pre-created submission
 WARMUP_SECONDS = 2.0
 ROUND_SECONDS = 5.0
@@ -51,7 +51,6 @@ class Pool:
         self.created = 0
         self.seconds = 0.0
         self.queues: list[deque[str]] = [deque() for _ in range(CLIENTS)]
-        self._deal = 0
         _support.submission_shape_check(
             _support.submission_data(external_id="answers-check", facts=2, ambiguous=True)
         )
@@ -67,11 +66,13 @@ class Pool:
         return out
 
     def top_up(self, wanted: int) -> None:
+        """Create clarifications until every client's queue holds ≥ wanted / CLIENTS."""
         from telha.ingest.services import submission_apply, submission_plan
 
         started = time.perf_counter()
+        per_client = -(-wanted // CLIENTS)
         grew = False
-        while self.remaining() < wanted:
+        while min(len(q) for q in self.queues) < per_client:
             data = _support.submission_data(
                 external_id=f"answers-{self.batches}", facts=BATCH, ambiguous=True
             )
@@ -79,8 +80,7 @@ class Pool:
             body = submission_apply(tenant=self.ctx.tenant, plan=submission_plan(data))
             for c in body["clarifications"]:
                 if c["state"] == "open" and not c["deduplicated"]:
-                    self.queues[self._deal % CLIENTS].append(str(c["id"]))
-                    self._deal += 1
+                    min(self.queues, key=len).append(str(c["id"]))
                     self.created += 1
             grew = True
         if grew:
@@ -243,7 +243,7 @@ def run() -> dict[str, Any]:
         rate = warm_a.throughput
         for _ in range(ROUNDS):
             # Enough distinct clarifications for the round (created while the server idles).
-            pool.top_up(max(int(rate * ROUND_SECONDS * POOL_MARGIN), CLIENTS * 10))
+            pool.top_up(max(int(rate * ROUND_SECONDS * POOL_MARGIN), CLIENTS * 20))
             b = _support.drive(
                 port=port,
                 clients=CLIENTS,
