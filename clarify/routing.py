@@ -78,19 +78,25 @@ def on_retry(job: Job) -> None:
     if reason not in SKIP_REASONS:
         return
     clar = _clarification(job)
-    if clar is None:
-        return
+    attempt = job.attempts - 1
+    if clar is None or AuditEvent.objects.filter(
+        clarification=clar, type__in=("skipped", "delivery_failed"), detail__attempt=attempt
+    ).exists():
+        return  # the in-process worker already audited this attempt
     audit_event_append(
         tenant=clar.tenant,
         clarification=clar,
-        type="skipped",
+        type="delivery_failed" if reason == "DELIVERY_FAILED" else "skipped",
         detail={"attempt": job.attempts - 1, "candidate": candidate_for_attempt(job, job.attempts - 1),
                 "reason": reason, "via": "jobs protocol", "detail": detail.strip()[:300]},
     )
 
 
 def on_attempt_start(job: Job) -> None:
-    """The next attempt starts: an expired clarification is open again."""
+    """The next attempt starts: the previous window's end is recorded if the sweep has not
+    done it yet, and an expired clarification is open again."""
+    if job.attempts > 0 and job.last_error.startswith("LEASE_EXPIRED"):
+        on_window_expired(job)
     clar = _clarification(job)
     if clar is None or clar.state != State.EXPIRED:
         return

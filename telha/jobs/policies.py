@@ -10,7 +10,8 @@ from typing import Any
 JITTER = 0.1
 
 # Reason codes that skip to the next attempt at once (spec §6 "Skip and escalation reason
-# codes"): a skipped candidate never burns an escalation window.
+# codes"): a skipped candidate never burns an escalation window. DELIVERY_FAILED is not
+# one: after the in-lease retries a failed send backs off like any retryable failure.
 SKIP_REASONS = frozenset(
     {
         "NO_READ_PERMISSION",

@@ -375,7 +375,7 @@ def test_fail_with_another_reason_backs_off(ingest_client, enqueue):
         "fail",
         leased["leaseToken"],
         retryable=True,
-        reason="DELIVERY_FAILED",
+        reason="CONNECTOR_TIMEOUT",
         detail="connector timed out",
     )
     end = now()
@@ -384,7 +384,7 @@ def test_fail_with_another_reason_backs_off(ingest_client, enqueue):
     assert resp.json() == {"status": "pending", "attempts": 1}
     db = row(job)
     assert (db.status, db.attempts, db.lease_token) == (JobStatus.PENDING, 1, None)
-    assert db.last_error == "DELIVERY_FAILED: connector timed out"
+    assert db.last_error == "CONNECTOR_TIMEOUT: connector timed out"
     # The default policy: base 5 s, attempt 1 waits base * (0.9 .. 1.0].
     assert (
         start + timedelta(seconds=4.5) - SLACK <= db.run_after <= end + timedelta(seconds=5) + SLACK
