@@ -1,7 +1,8 @@
 """Verifying Bot Framework tokens on inbound Teams activities: RS256, issuer
 `https://api.botframework.com`, audience = TEAMS_APP_ID, expiry with 5 minutes of skew,
-keys from the OpenID metadata's JWKS (cached; refetched on an unknown key id), and the
-token's `serviceurl` claim equal to the activity's `serviceUrl`."""
+keys from the OpenID metadata's JWKS (cached; refetched on an unknown key id, at most once
+per `JWKS_REFRESH_COOLDOWN_SECONDS` so forged key ids cannot make every request fetch the
+JWKS), and the token's `serviceurl` claim equal to the activity's `serviceUrl`."""
 
 import threading
 import time
@@ -14,6 +15,7 @@ from django.conf import settings
 ISSUER = "https://api.botframework.com"
 LEEWAY_SECONDS = 300
 METADATA_TTL_SECONDS = 24 * 3600
+JWKS_REFRESH_COOLDOWN_SECONDS = 30
 
 
 class TeamsAuthError(Exception):
@@ -35,8 +37,13 @@ def _jwks_client() -> jwt.PyJWKClient:
             jwks_uri = metadata["jwks_uri"]
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
             raise TeamsAuthError("OpenID metadata unavailable") from exc
-        client = jwt.PyJWKClient(jwks_uri, cache_jwk_set=True, lifespan=METADATA_TTL_SECONDS,
-                                 timeout=10)
+        client = jwt.PyJWKClient(
+            jwks_uri,
+            cache_jwk_set=True,
+            lifespan=METADATA_TTL_SECONDS,
+            timeout=10,
+            cooldown_duration=JWKS_REFRESH_COOLDOWN_SECONDS,
+        )
         _clients[url] = (time.monotonic(), client)
         return client
 

@@ -24,26 +24,44 @@ _token: dict[str, Any] = {}
 
 
 def bot_token() -> str:
-    """A bearer token for outbound calls (cached; refreshed 60 s before expiry)."""
+    """A bearer token for outbound calls (cached per token endpoint and app id; refreshed
+    60 s before expiry). Any failure, including a malformed answer, is a `DeliveryError`."""
+    key = (settings.TEAMS_TOKEN_URL, settings.TEAMS_APP_ID)
     with _token_lock:
-        if _token.get("value") and _token.get("expires", 0) > time.monotonic() + 60:
+        if (
+            _token.get("key") == key
+            and _token.get("value")
+            and _token.get("expires", 0) > time.monotonic() + 60
+        ):
             return str(_token["value"])
         try:
             response = requests.post(
                 settings.TEAMS_TOKEN_URL,
-                data={"grant_type": "client_credentials", "client_id": settings.TEAMS_APP_ID,
-                      "client_secret": settings.TEAMS_APP_PASSWORD, "scope": SCOPE},
+                data={
+                    "grant_type": "client_credentials",
+                    "client_id": settings.TEAMS_APP_ID,
+                    "client_secret": settings.TEAMS_APP_PASSWORD,
+                    "scope": SCOPE,
+                },
                 timeout=TIMEOUT_SECONDS,
             )
         except requests.RequestException as exc:
             raise DeliveryError(f"token endpoint unreachable: {exc}") from exc
         if response.status_code != 200:
-            raise DeliveryError(f"token endpoint answered {response.status_code}",
-                                retryable=response.status_code >= 500)
-        body = response.json()
-        _token["value"] = body["access_token"]
-        _token["expires"] = time.monotonic() + float(body.get("expires_in", 3600))
-        return str(_token["value"])
+            raise DeliveryError(
+                f"token endpoint answered {response.status_code}",
+                retryable=response.status_code >= 500 or response.status_code == 429,
+            )
+        try:
+            body = response.json()
+            value = str(body["access_token"])
+            expires_in = float(body.get("expires_in", 3600))
+        except (ValueError, KeyError, TypeError, AttributeError) as exc:
+            raise DeliveryError("token endpoint answered without an access token") from exc
+        if not value:
+            raise DeliveryError("token endpoint answered without an access token")
+        _token.update(key=key, value=value, expires=time.monotonic() + expires_in)
+        return value
 
 
 def reset_token_cache() -> None:
@@ -53,18 +71,26 @@ def reset_token_cache() -> None:
 
 def post_activity(conversation: TeamsConversation, activity: dict[str, Any]) -> str:
     """Post an activity to the conversation; returns the activity id."""
-    url = (f"{conversation.service_url.rstrip('/')}/v3/conversations/"
-           f"{conversation.conversation_id}/activities")
+    url = (
+        f"{conversation.service_url.rstrip('/')}/v3/conversations/"
+        f"{conversation.conversation_id}/activities"
+    )
     try:
-        response = requests.post(url, json=activity, timeout=TIMEOUT_SECONDS,
-                                 headers={"Authorization": f"Bearer {bot_token()}"})
+        response = requests.post(
+            url,
+            json=activity,
+            timeout=TIMEOUT_SECONDS,
+            headers={"Authorization": f"Bearer {bot_token()}"},
+        )
     except requests.RequestException as exc:
         raise DeliveryError(f"connector unreachable: {exc}") from exc
     if response.status_code == 401:
         reset_token_cache()
     if response.status_code >= 300:
-        raise DeliveryError(f"connector answered {response.status_code}",
-                            retryable=response.status_code >= 500 or response.status_code in (401, 429))
+        raise DeliveryError(
+            f"connector answered {response.status_code}",
+            retryable=response.status_code >= 500 or response.status_code in (401, 429),
+        )
     try:
         return str(response.json().get("id", ""))
     except ValueError:
@@ -89,8 +115,11 @@ class TeamsChannel(Channel):
 
     def _send(self, address: str, content: dict[str, Any], summary: str) -> str:
         conversation = self._conversation(address)
-        activity = {"type": "message", "summary": summary[:200],
-                    "attachments": [attachment(content)]}
+        activity = {
+            "type": "message",
+            "summary": summary[:200],
+            "attachments": [attachment(content)],
+        }
         return f"teams:{conversation.conversation_id}:{post_activity(conversation, activity)}"
 
     def send_card(self, *, address: str, card: Card) -> str:

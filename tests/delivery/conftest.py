@@ -363,3 +363,6 @@ def globex(workspace):
 
 # Slack fixtures (stub of the Web API, signed requests): tests/delivery/conftest_slack.py
 from .conftest_slack import slack_payloads, slack_post, slack_settings, slack_stub  # noqa: E402, F401
+
+# Teams fixtures (Bot Framework stub, locally signed tokens): tests/delivery/conftest_teams.py
+from .conftest_teams import teams_activities, teams_alice, teams_post, teams_settings, teams_stub, teams_token  # noqa: E402, F401
