@@ -361,6 +361,7 @@ def test_override_choosing_a_candidate_binds_with_the_reason(conflicted, people,
     assert "bound by this clarification" in html and "2026-06-12 00:00:00 UTC" in html
     # An answered clarification offers no further override.
     assert 'value="override"' not in html and "is answered" in html
+    assert 'value="reask"' not in html  # nor a re-ask (the service would refuse it)
 
 
 def test_override_with_an_interval(conflicted, steward_client):
