@@ -30,7 +30,7 @@ test: venv
 lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
-	$(BIN)/mypy .
+	$(BIN)/mypy
 
 ## Benchmarks (not part of `make test`); needs PostgreSQL at 127.0.0.1:5432.
 bench: venv

@@ -26,7 +26,7 @@ from .selectors import needs_steward_attention_q
 from .services import AnswerCaller, AnswerInput, audit_event_append, clarification_answer
 from .stewardship import clarification_reask, clarify_policy_update, erase_person_attribution
 
-STATE_COLOURS = {
+STATE_COLOURS: dict[str, str] = {
     State.OPEN: "#2563eb",
     State.ATTESTED: "#7c3aed",
     State.PARTIALLY_CONFIRMED: "#0891b2",
@@ -35,7 +35,7 @@ STATE_COLOURS = {
     State.EXPIRED: "#d97706",
     State.DEAD_LETTERED: "#4b5563",
 }
-SEVERITY_COLOURS = {"low": "#6b7280", "normal": "#2563eb", "high": "#d97706", "critical": "#dc2626"}
+SEVERITY_COLOURS: dict[str, str] = {"low": "#6b7280", "normal": "#2563eb", "high": "#d97706", "critical": "#dc2626"}
 
 
 def badge(text: str, colour: str) -> str:
@@ -69,7 +69,9 @@ class OverrideForm(forms.Form):
 
     def __init__(self, *args: Any, clarification: Clarification, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
-        self.fields["answer_index"].choices = [("", "— enter an interval instead —")] + [
+        choice_field = self.fields["answer_index"]
+        assert isinstance(choice_field, forms.ChoiceField)
+        choice_field.choices = [("", "— enter an interval instead —")] + [
             (str(i), c.get("label") or f"candidate {i}")
             for i, c in enumerate(clarification.candidates)
         ]
@@ -193,7 +195,9 @@ class ClarificationAdmin(TenantScopedAdmin):
         clar = self.get_object(request, object_id)
         steward = steward_of(request)
         if clar is None or steward is None:
-            return self._get_obj_does_not_exist_redirect(request, self.opts, object_id)
+            return self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
+                request, self.opts, object_id
+            )
         if request.method == "POST":
             self._act(request, clar, steward)
             return HttpResponseRedirect(request.path)
@@ -264,7 +268,7 @@ class ClarificationAdmin(TenantScopedAdmin):
                 messages.success(request, f"Override recorded: {result.body['outcome']}.")
             elif action == "confirm":
                 record = ResponseRecord.objects.get(
-                    clarification=clar, pk=request.POST.get("response_id"),
+                    clarification=clar, pk=request.POST.get("response_id", ""),
                     binding_status=BindingStatus.ATTESTATION,
                 )
                 custom = None
@@ -287,7 +291,7 @@ class ClarificationAdmin(TenantScopedAdmin):
                 clarification_reask(clarification=clar, ranking=ranking, actor=steward)
                 messages.success(request, "Delivery re-enqueued for the new candidates.")
             elif action == "erase":
-                person = Person.objects.get(tenant=clar.tenant, pk=request.POST.get("person_id"))
+                person = Person.objects.get(tenant=clar.tenant, pk=request.POST.get("person_id", ""))
                 n = erase_person_attribution(tenant=clar.tenant, person=person)
                 messages.success(request, f"Attribution erased on {n} clarification(s).")
             else:

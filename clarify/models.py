@@ -33,7 +33,7 @@ class Severity(models.TextChoices):
         return _SEVERITY_RANK[value]
 
 
-_SEVERITY_RANK = {Severity.LOW: 0, Severity.NORMAL: 1, Severity.HIGH: 2, Severity.CRITICAL: 3}
+_SEVERITY_RANK: dict[str, int] = {Severity.LOW: 0, Severity.NORMAL: 1, Severity.HIGH: 2, Severity.CRITICAL: 3}
 
 
 class State(models.TextChoices):

@@ -88,4 +88,5 @@ def quorum_for(policy: EffectivePolicy, severity: str) -> tuple[dict[str, Any], 
 
 def job_priority(severity: str) -> int:
     """Queue priority of a clarification's routing job: critical 0, high 1, else 2."""
-    return {Severity.CRITICAL: 0, Severity.HIGH: 1}.get(severity, 2)
+    priorities: dict[str, int] = {Severity.CRITICAL: 0, Severity.HIGH: 1}
+    return priorities.get(severity, 2)

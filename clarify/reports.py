@@ -62,7 +62,7 @@ def delivery_history(clar: Clarification) -> list[dict[str, Any]]:
 
 def clarification_detail(clar: Clarification) -> dict[str, Any]:
     responses = list(ResponseRecord.objects.filter(clarification=clar).order_by("seq"))
-    names = {
+    names: dict[uuid.UUID | None, str] = {
         p.pk: p.name
         for p in Person.objects.filter(pk__in=[r.responder for r in responses] + clar.asked)
     }

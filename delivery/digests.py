@@ -15,7 +15,7 @@ from telha.tenancy.selectors import aliases_for
 from .cards import build_card
 from .channels import DeliveryError
 from .models import Delivery, DeliveryStatus, NonceState
-from .restriction import excerpt_for_chat
+from .restriction import excerpt_for_chat, gated_card
 
 
 def digests_flush(*, now: Any = None) -> int:
@@ -54,6 +54,8 @@ def digests_flush(*, now: Any = None) -> int:
                 continue
             cards = [build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification))
                      for d in open_items]
+            if route.channel.name != "inbox":
+                cards = [gated_card(c, d.clarification)[0] for c, d in zip(cards, open_items, strict=True)]
             try:
                 ref = route.channel.send_digest(address=route.address, cards=cards)
             except DeliveryError:

@@ -5,6 +5,7 @@ unparseable ACL fails closed."""
 from collections.abc import Iterable
 from typing import Any
 
+from django.db.models import QuerySet
 from guardian.shortcuts import get_users_with_perms
 
 from clarify.models import Clarification
@@ -26,11 +27,10 @@ def floor_check(clar: Clarification, people: Iterable[Person]) -> dict[Any, str 
     people = list(people)
     if not acl_parses(source.acl):
         return {p.pk: NO_READ_PERMISSION for p in people}
-    readers = set(
-        get_users_with_perms(
-            source, only_with_perms_in=["view_source"], with_group_users=True
-        ).values_list("pk", flat=True)
+    users = get_users_with_perms(
+        source, only_with_perms_in=["view_source"], with_group_users=True
     )
+    readers = set(users.values_list("pk", flat=True)) if isinstance(users, QuerySet) else set()
     verdicts: dict[Any, str | None] = {}
     for person in people:
         if person.tenant_id != clar.tenant_id:

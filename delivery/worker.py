@@ -122,10 +122,13 @@ def handle_lease(lease: Lease) -> None:
     """Process one leased clarify:temporal job (see module docstring)."""
     job = lease.job
     payload = job.payload if isinstance(job.payload, dict) else {}
+    ids = _valid_uuids([str(payload.get("clarificationId") or "")])
     clar = (
         Clarification.objects.select_related("tenant", "source_version__source", "target")
-        .filter(pk=payload.get("clarificationId"), tenant=job.tenant_id)
+        .filter(pk=ids[0], tenant=job.tenant_id)
         .first()
+        if ids
+        else None
     )
     if clar is None:
         job_fail(tenant=None, job_id=job.pk, token=lease.token, retryable=False,

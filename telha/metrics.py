@@ -24,24 +24,47 @@ def _escape(value: object) -> str:
 def render_metrics() -> str:
     lines = ["# HELP telha_clarifications Clarifications by state and severity.",
              "# TYPE telha_clarifications gauge"]
-    for row in Clarification.objects.values("state", "severity").annotate(n=Count("id")).order_by():
-        lines.append(f'telha_clarifications{{state="{row["state"]}",severity="{row["severity"]}"}} {row["n"]}')
+    for clar_row in (
+        Clarification.objects.values("state", "severity").annotate(n=Count("id")).order_by()
+    ):
+        lines.append(
+            f'telha_clarifications{{state="{clar_row["state"]}",'
+            f'severity="{clar_row["severity"]}"}} {clar_row["n"]}'
+        )
     lines += ["# HELP telha_delivery_events_total Deliveries, skips and failures by reason.",
               "# TYPE telha_delivery_events_total counter"]
-    for row in (AuditEvent.objects.filter(type__in=DELIVERY_EVENTS)
-                .values("type", "detail__reason").annotate(n=Count("id")).order_by()):
-        reason = row["detail__reason"] or ""
-        lines.append(f'telha_delivery_events_total{{event="{row["type"]}",reason="{_escape(reason)}"}} {row["n"]}')
+    events = (
+        AuditEvent.objects.filter(type__in=DELIVERY_EVENTS)
+        .values("type", "detail__reason")
+        .annotate(n=Count("id"))
+        .order_by()
+    )
+    for event_row in events:
+        reason = event_row["detail__reason"] or ""
+        lines.append(
+            f'telha_delivery_events_total{{event="{event_row["type"]}",'
+            f'reason="{_escape(reason)}"}} {event_row["n"]}'
+        )
     lines += ["# HELP telha_jobs Jobs by kind and status.", "# TYPE telha_jobs gauge"]
-    for row in Job.objects.values("kind", "status").annotate(n=Count("id")).order_by():
-        lines.append(f'telha_jobs{{kind="{_escape(row["kind"])}",status="{row["status"]}"}} {row["n"]}')
+    for job_row in Job.objects.values("kind", "status").annotate(n=Count("id")).order_by():
+        lines.append(
+            f'telha_jobs{{kind="{_escape(job_row["kind"])}",status="{job_row["status"]}"}} '
+            f"{job_row['n']}"
+        )
     lines += ["# HELP telha_job_ready_age_seconds Age of the oldest ready job per kind.",
               "# TYPE telha_job_ready_age_seconds gauge"]
     now = timezone.now()
-    for row in (Job.objects.filter(status=JobStatus.PENDING, run_after__lte=now)
-                .values("kind").annotate(oldest=Min("run_after")).order_by()):
-        age = max(0.0, (now - row["oldest"]).total_seconds())
-        lines.append(f'telha_job_ready_age_seconds{{kind="{_escape(row["kind"])}"}} {age:.3f}')
+    ready = (
+        Job.objects.filter(status=JobStatus.PENDING, run_after__lte=now)
+        .values("kind")
+        .annotate(oldest=Min("run_after"))
+        .order_by()
+    )
+    for ready_row in ready:
+        age = max(0.0, (now - ready_row["oldest"]).total_seconds())
+        lines.append(
+            f'telha_job_ready_age_seconds{{kind="{_escape(ready_row["kind"])}"}} {age:.3f}'
+        )
     counts, total, seconds = ANSWER_LATENCY.snapshot()
     lines += ["# HELP telha_answer_latency_seconds Answer endpoint latency (this process).",
               "# TYPE telha_answer_latency_seconds histogram"]

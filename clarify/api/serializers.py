@@ -15,7 +15,7 @@ class CandidateSerializer(serializers.Serializer):
     index = serializers.IntegerField()
     validFrom = serializers.IntegerField(allow_null=True)
     validTo = serializers.IntegerField(allow_null=True)
-    label = serializers.CharField()
+    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
 
 
 class QuorumPolicySerializer(serializers.Serializer):

@@ -63,11 +63,12 @@ class DocumentAdmin(TenantScopedAdmin):
     def _job(self, obj: Document) -> Job | None:
         if not obj.job_id:
             return None
-        if hasattr(obj, "job_status_"):
-            if obj.job_status_ is None:
+        if hasattr(obj, "job_status_"):  # annotated by get_queryset (no query per row)
+            status = getattr(obj, "job_status_", None)
+            if status is None:
                 return None
-            return Job(pk=obj.job_id, status=obj.job_status_, result=obj.job_result_,
-                       last_error=obj.job_error_ or "")
+            return Job(pk=obj.job_id, status=status, result=getattr(obj, "job_result_", None),
+                       last_error=getattr(obj, "job_error_", None) or "")
         return Job.objects.filter(pk=obj.job_id).first()
 
     @admin.display(description="job")

@@ -2,6 +2,7 @@
 worker and uploads. Detection → Submission → the same validation and apply as the API."""
 
 import logging
+import uuid
 from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
@@ -115,7 +116,12 @@ def handle_lease(lease: Lease) -> None:
     `options.clarify` is true (the core sets it when clarify is enabled)."""
     job = lease.job
     payload = job.payload if isinstance(job.payload, dict) else {}
-    document = Document.objects.filter(pk=payload.get("documentId"), tenant=job.tenant_id).first()
+    try:
+        document_id = uuid.UUID(str(payload.get("documentId")))
+    except ValueError:
+        document = None
+    else:
+        document = Document.objects.filter(pk=document_id, tenant=job.tenant_id).first()
     if document is None:
         job_fail(tenant=None, job_id=job.pk, token=lease.token, retryable=False,
                  reason="DOCUMENT_MISSING")

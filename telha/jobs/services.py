@@ -115,7 +115,7 @@ def job_lease(
         jobs = list(ready[:max_jobs])
         if not jobs:
             return []
-        db_now = jobs[0].db_now  # type: ignore[attr-defined]
+        db_now = jobs[0].db_now
         token = uuid.uuid4()
         leases = []
         by_ttl: dict[int, list[int]] = {}
@@ -158,7 +158,7 @@ def job_heartbeat(
         if job is None:
             raise LeaseLost()
         ttl = min(MAX_LEASE_SECONDS, lease_seconds or policy_for_kind(job.kind).lease_ttl_seconds)
-        expires = job.db_now + timedelta(seconds=ttl)  # type: ignore[attr-defined]
+        expires = job.db_now + timedelta(seconds=ttl)
         Job.objects.filter(pk=job.pk).update(lease_expires_at=expires)
     return expires
 
@@ -238,7 +238,7 @@ def _retry_or_bury(job: Job, *, retryable: bool, reason: str, detail: str) -> No
         return
     delay = 0.0 if reason in SKIP_REASONS else backoff_seconds(job.kind, job.attempts)
     job.status = JobStatus.PENDING
-    job.run_after = Now() + timedelta(seconds=delay)  # type: ignore[assignment]
+    job.run_after = Now() + timedelta(seconds=delay)
     job.save()
     if policy.on_retry is not None:
         policy.on_retry(job)

@@ -29,7 +29,7 @@ def sweep() -> dict[str, Any]:
 def handler_for(kind: str) -> Callable[[Lease], None] | None:
     for prefix, path in getattr(settings, "JOB_WORKERS", {}).items():
         if kind.startswith(prefix):
-            return import_string(path)  # type: ignore[no-any-return]
+            return import_string(path)
     return None
 
 

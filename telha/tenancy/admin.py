@@ -14,7 +14,7 @@ class AliasInline(admin.TabularInline):
     extra = 0
     can_delete = False
 
-    def has_add_permission(self, request, obj=None):  # type: ignore[no-untyped-def]
+    def has_add_permission(self, request, obj=None):
         return False
 
 
@@ -27,7 +27,7 @@ class PersonAdmin(TenantScopedAdmin):
     readonly_fields = fields
     inlines = [AliasInline]
 
-    def get_queryset(self, request):  # type: ignore[no-untyped-def]
+    def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("groups")
 
     @admin.display(description="groups")

@@ -23,7 +23,7 @@ class Rights(models.TextChoices):
         return _RIGHTS_RANK[value] >= _RIGHTS_RANK[minimum]
 
 
-_RIGHTS_RANK = {Rights.VIEWER: 0, Rights.EDITOR: 1, Rights.STEWARD: 2}
+_RIGHTS_RANK: dict[str, int] = {Rights.VIEWER: 0, Rights.EDITOR: 1, Rights.STEWARD: 2}
 
 
 class Tenant(models.Model):

@@ -7,5 +7,5 @@ class ApiKeyAuthenticationScheme(OpenApiAuthenticationExtension):
     target_class = "telha.tenancy.auth.ApiKeyAuthentication"
     name = "bearerKey"
 
-    def get_security_definition(self, auto_schema):  # type: ignore[no-untyped-def]
+    def get_security_definition(self, auto_schema):
         return {"type": "http", "scheme": "bearer", "description": "An API key or service token."}

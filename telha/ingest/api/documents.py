@@ -1,5 +1,7 @@
 """`POST /v1/documents` (CONTRACT §3.1b): upload a file for the detection worker."""
 
+from typing import Any
+
 from pathlib import PurePosixPath
 
 from drf_spectacular.utils import extend_schema, inline_serializer
@@ -55,7 +57,8 @@ class DocumentUploadView(APIView):
         name = PurePosixPath(upload.name or "").name
         if PurePosixPath(name).suffix.lower() not in SUPPORTED:
             raise UnsupportedDocument()
-        acl = [p.strip() for p in str(request.data.get("acl", "")).split(",") if p.strip()]
+        form: Any = request.data
+        acl = [p.strip() for p in str(form.get("acl", "")).split(",") if p.strip()]
         if not all(acl_principal_valid(p) for p in acl):
             raise InvalidInput("acl takes group:NAME, email:ADDR or aad:OID principals.")
         caller = request.user
@@ -64,9 +67,9 @@ class DocumentUploadView(APIView):
             filename=name,
             content=upload,
             size=upload.size or 0,
-            title=str(request.data.get("title", ""))[:500],
+            title=str(form.get("title", ""))[:500],
             acl=acl,
-            restriction=str(request.data.get("restriction") or "")[:100] or None,
+            restriction=str(form.get("restriction") or "")[:100] or None,
             uploaded_by=f"key:{caller.key.pk}",  # type: ignore[union-attr]
         )
         return Response({"jobId": document.job_id, "kind": INGEST_DOCUMENT_KIND}, status=202)

@@ -17,9 +17,7 @@ class SourceInSerializer(StrictSerializer):
     externalId = serializers.CharField(max_length=500)
     title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     uri = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
-    text = serializers.CharField(
-        max_length=MAX_TEXT_CHARS, allow_blank=True, trim_whitespace=False
-    )
+    text = serializers.CharField(max_length=MAX_TEXT_CHARS, allow_blank=True, trim_whitespace=False)
     acl = serializers.ListField(
         child=serializers.CharField(max_length=400), max_length=1000, required=False, default=list
     )
@@ -50,7 +48,7 @@ class EdgeInSerializer(StrictSerializer):
     type = serializers.CharField(max_length=64, validators=[EDGE_TYPE])
     to = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
 
-    def get_fields(self):  # type: ignore[no-untyped-def]
+    def get_fields(self):
         fields = super().get_fields()
         fields["from"] = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
         return fields
@@ -59,7 +57,7 @@ class EdgeInSerializer(StrictSerializer):
 class CandidateInSerializer(StrictSerializer):
     validFrom = MicrosField(required=False, allow_null=True, default=None)
     validTo = MicrosField(required=False, allow_null=True, default=None)
-    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")  # type: ignore[assignment]
     spanRef = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
 
 
@@ -69,17 +67,17 @@ class AmbiguityInSerializer(StrictSerializer):
     severityHint = serializers.ChoiceField(
         choices=Severity.choices, required=False, allow_null=True, default=None
     )
-    candidates = CandidateInSerializer(many=True, max_length=MAX_CANDIDATES_PER_AMBIGUITY)
+    candidates = CandidateInSerializer(many=True, max_length=MAX_CANDIDATES_PER_AMBIGUITY)  # type: ignore[call-arg]
     detectorConfidence = serializers.FloatField(min_value=0.0, max_value=1.0)
     appliedCandidateConfidence = serializers.FloatField(min_value=0.0, max_value=1.0)
 
 
 class SubmissionInSerializer(StrictSerializer):
-    source = SourceInSerializer()
-    spans = SpanInSerializer(many=True, required=False, default=list, max_length=10_000)
-    nodes = NodeInSerializer(many=True, max_length=10_000)
-    edges = EdgeInSerializer(many=True, required=False, default=list, max_length=50_000)
-    ambiguities = AmbiguityInSerializer(
+    source = SourceInSerializer()  # type: ignore[assignment]
+    spans = SpanInSerializer(many=True, required=False, default=list, max_length=10_000)  # type: ignore[call-arg]
+    nodes = NodeInSerializer(many=True, max_length=10_000)  # type: ignore[call-arg]
+    edges = EdgeInSerializer(many=True, required=False, default=list, max_length=50_000)  # type: ignore[call-arg]
+    ambiguities = AmbiguityInSerializer(  # type: ignore[call-arg]
         many=True, required=False, default=list, max_length=10_000
     )
 

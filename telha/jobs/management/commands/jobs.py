@@ -34,7 +34,7 @@ class Command(BaseCommand):
             qs = qs.filter(status=opts["status"])
         if opts["kind"]:
             qs = qs.filter(kind__startswith=opts["kind"])
-        rows = [
+        rows: list[dict[str, Any]] = [
             {
                 "id": j.pk,
                 "tenant": j.tenant.slug,
