@@ -28,14 +28,57 @@ from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person
 
 from .models import ChatTurn
-from .provenance import normalize_channel_origin, parse_restriction_provenance
+from .provenance import gate_outbound, normalize_channel_origin, parse_restriction_provenance
+from .restriction import known_restricted_excerpts
 
 STOPWORDS = frozenset(
-    "the a an and or of to in on for is are was were be when what which who does do did "
-    "start starts end ends valid from until with by at this that it its how date dates".split()
+    (
+        "the",
+        "a",
+        "an",
+        "and",
+        "or",
+        "of",
+        "to",
+        "in",
+        "on",
+        "for",
+        "is",
+        "are",
+        "was",
+        "were",
+        "be",
+        "when",
+        "what",
+        "which",
+        "who",
+        "does",
+        "do",
+        "did",
+        "start",
+        "starts",
+        "end",
+        "ends",
+        "valid",
+        "from",
+        "until",
+        "with",
+        "by",
+        "at",
+        "this",
+        "that",
+        "it",
+        "its",
+        "how",
+        "date",
+        "dates",
+    )
 )
 MAX_EVIDENCE = 3
-VERDICTS = {
+MAX_CANDIDATES = 500
+ASKABLE_STATES = frozenset(s for s in State.values if s not in (State.ANSWERED, State.CONFLICTED))
+NOTHING_TO_ASK = "There is nothing to ask about that any more."
+VERDICTS: dict[str, str] = {
     EvidenceClass.SYSTEM_EXTRACTION: "source-derived",
     EvidenceClass.HUMAN_CLARIFICATION: "human-confirmed",
     EvidenceClass.QUORUM_CONFIRMATION: "quorum-confirmed",
@@ -68,13 +111,29 @@ class AskAnswer:
 
 def reader_for(person: Person) -> Caller:
     """The person as a read-only caller: guardian-restricted like their API key would be."""
-    return Caller(tenant=person.tenant, key=None, person=person,  # type: ignore[arg-type]
-                  rights=person.role, audience=None)
+    return Caller(
+        tenant=person.tenant,
+        key=None,  # type: ignore[arg-type]
+        person=person,
+        rights=person.role,
+        audience=None,
+    )
+
+
+_WORD = re.compile(r"[a-z0-9][a-z0-9'-]+")
 
 
 def _terms(question: str) -> list[str]:
-    words = re.findall(r"[a-z0-9][a-z0-9'-]+", question.lower())
-    return [w for w in words if len(w) > 2 and w not in STOPWORDS]
+    words = _WORD.findall(question.lower())
+    return list(dict.fromkeys(w for w in words if len(w) > 2 and w not in STOPWORDS))
+
+
+def _score(v: NodeVersion, terms: list[str]) -> int:
+    """How many question terms start a word of the fact's own text (its property values;
+    not its labels, so "term" does not match every CONTRACT_TERM)."""
+    text = " ".join(str(p) for p in v.properties.values() if isinstance(p, str | int | float))
+    words = set(_WORD.findall(text.lower()))
+    return sum(1 for t in terms if any(w.startswith(t) for w in words))
 
 
 def _day(us: int | None, open_text: str) -> str:
@@ -84,11 +143,13 @@ def _day(us: int | None, open_text: str) -> str:
 def _valid_text(v: NodeVersion) -> str:
     if v.valid_from is None and v.valid_to is None:
         return "no known validity dates"
-    return f"valid from {_day(v.valid_from, 'the beginning')} until {_day(v.valid_to, 'further notice')}"
+    start, end = _day(v.valid_from, "the beginning"), _day(v.valid_to, "further notice")
+    return f"valid from {start} until {end}"
 
 
 def search(person: Person, question: str) -> list[NodeVersion]:
-    """Current versions of readable facts ranked by how many question terms they contain."""
+    """Current versions of readable facts ranked by how many question terms they contain
+    (then newest first); deterministic, no model."""
     terms = _terms(question)
     if not terms:
         return []
@@ -101,11 +162,12 @@ def search(person: Person, question: str) -> list[NodeVersion]:
     for term in terms:
         any_term |= Q(search_text__contains=term)
     scored = []
-    for v in versions.filter(any_term)[:500]:
-        score = sum(1 for t in terms if t in v.search_text)
-        scored.append((-score, v.tx_from, v))
-    scored.sort(key=lambda s: (s[0], -s[1]))
-    return [v for _, _, v in scored[:MAX_EVIDENCE]]
+    for v in versions.filter(any_term).order_by("-tx_from", "node_id")[:MAX_CANDIDATES]:
+        score = _score(v, terms)
+        if score:
+            scored.append((-score, -v.tx_from, str(v.node_id), v))
+    scored.sort(key=lambda s: s[:3])
+    return [s[3] for s in scored[:MAX_EVIDENCE]]
 
 
 def answer_question(person: Person, question: str) -> AskAnswer:
@@ -113,11 +175,9 @@ def answer_question(person: Person, question: str) -> AskAnswer:
     versions = search(person, question)
     if not versions:
         return AskAnswer("I couldn't find a fact you can read that matches that question.")
-    clar_ids = [v.provenance.get("clarification") for v in versions if v.provenance.get("clarification")]
+    clar_ids = [c for v in versions if (c := v.provenance.get("clarification"))]
     clarifications = {str(c.pk): c for c in Clarification.objects.filter(pk__in=clar_ids)}
-    bound = {
-        str(cid): n for cid, n in _count_bound(clar_ids).items()
-    }
+    bound = {str(cid): n for cid, n in _count_bound(clar_ids).items()}
     evidence: list[Evidence] = []
     provenance: list[dict[str, Any]] = []
     excerpts: list[str] = []
@@ -127,29 +187,42 @@ def answer_question(person: Person, question: str) -> AskAnswer:
         clar = clarifications.get(str(v.provenance.get("clarification") or ""))
         pending = None
         verdict = VERDICTS.get(v.evidence_class, v.evidence_class)
-        if v.pending and clar is not None and clar.state != State.ANSWERED:
+        if v.pending:
+            # A guessed interval is never presented as confirmed (spec §3.9).
             verdict = "pending"
+        if v.pending and clar is not None and clar.state != State.ANSWERED:
             pending = {
-                "clarificationId": str(clar.pk), "state": clar.state,
+                "clarificationId": str(clar.pk),
+                "state": clar.state,
                 "candidates": [c.get("label") for c in clar.candidates],
                 "appliedCandidateConfidence": clar.applied_candidate_confidence,
             }
-            if ask_now is None:
+            if ask_now is None and clar.state in ASKABLE_STATES:
                 ask_now = _ask_now_offer(clar)
         if source is not None and source.restriction:
-            text = source.versions.order_by("-tx").values_list("text", flat=True).first() or ""
-            provenance.append({"kind": "source", "sourceId": str(source.pk),
-                               "restriction": source.restriction})
+            # The spans index the source version this fact version was extracted from.
+            text = (
+                source.versions.filter(tx=v.provenance.get("sourceVersionTx"))
+                .values_list("text", flat=True)
+                .first()
+            ) or ""
+            provenance.append(
+                {"kind": "source", "sourceId": str(source.pk), "restriction": source.restriction}
+            )
             excerpts.extend(_spans(v, text))
-        evidence.append(Evidence(
-            node_id=str(v.node_id), name=str(v.properties.get("name") or v.node.key),
-            valid=_valid_text(v), verdict=verdict,
-            confirmations=bound.get(str(v.provenance.get("clarification") or ""), 0),
-            trace_url=f"{settings.PUBLIC_BASE_URL}/inbox/facts/{v.node_id}/",
-            source_id=str(source.pk) if source else None,
-            restriction=source.restriction if source else None,
-            pending=pending,
-        ))
+        evidence.append(
+            Evidence(
+                node_id=str(v.node_id),
+                name=str(v.properties.get("name") or v.node.key),
+                valid=_valid_text(v),
+                verdict=verdict,
+                confirmations=bound.get(str(v.provenance.get("clarification") or ""), 0),
+                trace_url=f"{settings.PUBLIC_BASE_URL}/inbox/facts/{v.node_id}/",
+                source_id=str(source.pk) if source else None,
+                restriction=source.restriction if source else None,
+                pending=pending,
+            )
+        )
     top = evidence[0]
     text = f"“{top.name}” is {top.valid} ({top.verdict})."
     if top.pending:
@@ -158,12 +231,16 @@ def answer_question(person: Person, question: str) -> AskAnswer:
             f"candidates {', '.join(str(c) for c in top.pending['candidates'])}; the applied "
             f"guess has confidence {top.pending['appliedCandidateConfidence']:.2f}."
         )
+    excerpts.extend(known_restricted_excerpts(person.tenant_id))
     return AskAnswer(text, evidence, provenance, excerpts, ask_now)
 
 
 def _spans(v: NodeVersion, text: str) -> list[str]:
-    return [text[s["start"]:s["end"]] for s in v.provenance.get("spans", [])
-            if isinstance(s, dict) and 0 <= s.get("start", -1) < s.get("end", -1) <= len(text)]
+    return [
+        text[s["start"] : s["end"]]
+        for s in v.provenance.get("spans", [])
+        if isinstance(s, dict) and 0 <= s.get("start", -1) < s.get("end", -1) <= len(text)
+    ]
 
 
 def _count_bound(clar_ids: list[Any]) -> dict[Any, int]:
@@ -177,11 +254,18 @@ def _count_bound(clar_ids: list[Any]) -> dict[Any, int]:
 
 def _ask_now_offer(clar: Clarification) -> dict[str, Any] | None:
     first = next((a for a in clar.asked if a), None)
-    person = Person.objects.filter(pk=first, erased_at__isnull=True).first() if first else None
+    person = (
+        Person.objects.filter(pk=first, tenant=clar.tenant_id, erased_at__isnull=True).first()
+        if first
+        else None
+    )
     if person is None:
         return None
-    return {"clarificationId": str(clar.pk), "person": person.name,
-            "label": f"Ask {person.name} now?"}
+    return {
+        "clarificationId": str(clar.pk),
+        "person": person.name,
+        "label": f"Ask {person.name} now?",
+    }
 
 
 @transaction.atomic
@@ -189,43 +273,80 @@ def ask_now(*, requester: Person, clarification_id: Any) -> str:
     """The user-triggered "Ask <person> now?": deduplicates against the existing
     clarification — if its routing job is still pending or leased nothing new is queued;
     otherwise its routing job is enqueued again (delivery still passes the RBAC gate)."""
+    try:
+        pk = uuid.UUID(str(clarification_id))
+    except ValueError:
+        return NOTHING_TO_ASK
     clar = (
-        Clarification.objects.select_for_update()
-        .filter(pk=clarification_id, tenant=requester.tenant,
-                target__in=readable_nodes(reader_for(requester)))
+        Clarification.objects.select_for_update(of=("self",))
+        .filter(pk=pk, tenant=requester.tenant, target__in=readable_nodes(reader_for(requester)))
         .first()
     )
-    if clar is None or clar.state in (State.ANSWERED, State.CONFLICTED):
-        return "There is nothing to ask about that any more."
-    active = Job.objects.filter(kind=CLARIFY_JOB_KIND, subject=str(clar.pk),
-                                status__in=[JobStatus.PENDING, JobStatus.LEASED]).exists()
+    if clar is None or clar.state not in ASKABLE_STATES:
+        return NOTHING_TO_ASK
+    active = Job.objects.filter(
+        kind=CLARIFY_JOB_KIND,
+        subject=str(clar.pk),
+        status__in=[JobStatus.PENDING, JobStatus.LEASED],
+    ).exists()
     if active:
         return "That question is already on its way; you'll see the answer here once it's bound."
-    job_enqueue(tenant=clar.tenant, kind=CLARIFY_JOB_KIND,
-                payload={"v": 1, "clarificationId": str(clar.pk), "ranking": clar.asked},
-                priority=job_priority(clar.severity), max_attempts=len(clar.asked) + 1,
-                subject=str(clar.pk))
-    audit_event_append(tenant=clar.tenant, clarification=clar, type="ask_now",
-                       detail={"requester": str(requester.pk)})
+    job_enqueue(
+        tenant=clar.tenant,
+        kind=CLARIFY_JOB_KIND,
+        payload={"v": 1, "clarificationId": str(clar.pk), "ranking": clar.asked},
+        priority=job_priority(clar.severity),
+        max_attempts=len(clar.asked) + 1,
+        subject=str(clar.pk),
+    )
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type="ask_now",
+        detail={"requester": str(requester.pk)},
+    )
+    transaction.on_commit(_kick_routing)
     return "Asked. You'll see the answer here once it's bound."
+
+
+def _kick_routing() -> None:
+    """Wake the delivery workers after commit (a no-op until the dispatcher is installed)."""
+    from telha.jobs import dispatch
+
+    dispatch.kick(CLARIFY_JOB_KIND)
 
 
 @transaction.atomic
 def chat_exchange_record(
-    *, person: Person, channel_origin: Any, question: str, answer: str,
-    provenance: Any, delivered: str = "",
+    *,
+    person: Person,
+    channel_origin: Any,
+    question: str,
+    answer: str,
+    provenance: Any,
+    delivered: str = "",
 ) -> tuple[ChatTurn, ChatTurn]:
     """Persist one exchange as two rows; a malformed origin or provenance fails the turn
     (raises) before anything is written."""
     origin = normalize_channel_origin(channel_origin)
     refs = parse_restriction_provenance(provenance)
     exchange = uuid.uuid4()
-    asked = ChatTurn.objects.create(tenant=person.tenant, person=person, exchange=exchange,
-                                    role=ChatTurn.Role.PERSON, channel_origin=origin,
-                                    text=question[:4000])
+    asked = ChatTurn.objects.create(
+        tenant=person.tenant,
+        person=person,
+        exchange=exchange,
+        role=ChatTurn.Role.PERSON,
+        channel_origin=origin,
+        text=question[:4000],
+    )
     answered = ChatTurn.objects.create(
-        tenant=person.tenant, person=person, exchange=exchange, role=ChatTurn.Role.ASSISTANT,
-        channel_origin=origin, text=answer, delivered_text=delivered or answer,
+        tenant=person.tenant,
+        person=person,
+        exchange=exchange,
+        role=ChatTurn.Role.ASSISTANT,
+        channel_origin=origin,
+        text=answer,
+        delivered_text=delivered or answer,
         restriction_provenance=[r.as_json() for r in refs],
     )
     return asked, answered
@@ -244,24 +365,35 @@ def render(answer: AskAnswer) -> str:
     if answer.evidence:
         lines.append("Verification: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
     if answer.ask_now:
-        lines.append(f"{answer.ask_now['label']} (reply “ask now” or use the button)")
+        lines.append(f"{answer.ask_now['label']} (use the button)")
     return "\n".join(lines)
 
 
+@transaction.atomic
 def respond(*, person: Person, question: str, channel: str) -> tuple[str, AskAnswer]:
-    """Answer a question and persist the exchange. On chat channels the delivery gate runs
-    before any bytes cross; the inbox (a signed-in web page) shows the full answer."""
-    from .provenance import gate_outbound
-
+    """Answer a question and persist the exchange; returns what may be delivered and the
+    answer. On chat channels the delivery gate runs before any bytes cross; the inbox (a
+    signed-in web page) shows the full answer. A garbage channel raises before anything
+    is written; a failed turn writes nothing (not even the block's audit event)."""
+    origin = normalize_channel_origin(channel)
     answer = answer_question(person, question)
     body = render(answer)
     delivered = body
-    if channel != "inbox":
+    if origin != "inbox":
         result = gate_outbound(body, answer.provenance, answer.restricted_excerpts)
         delivered = result.body
         if not result.allowed:
-            audit_event_append(tenant=person.tenant, type="restricted_content_blocked",
-                               detail={"channel": channel, "reason": result.reason})
-    chat_exchange_record(person=person, channel_origin=channel, question=question,
-                         answer=body, provenance=answer.provenance, delivered=delivered)
+            audit_event_append(
+                tenant=person.tenant,
+                type="restricted_content_blocked",
+                detail={"channel": origin, "reason": result.reason, "person": str(person.pk)},
+            )
+    chat_exchange_record(
+        person=person,
+        channel_origin=origin,
+        question=question,
+        answer=body,
+        provenance=answer.provenance,
+        delivered=delivered,
+    )
     return delivered, answer

@@ -40,8 +40,12 @@ def open_cards(person: Person) -> list[dict[str, Any]]:
         if d.clarification_id in seen:
             continue
         seen.add(d.clarification_id)
-        cards.append({"card": build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)),
-                      "delivery": d})
+        cards.append(
+            {
+                "card": build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)),
+                "delivery": d,
+            }
+        )
     return cards
 
 
@@ -131,8 +135,9 @@ def ask_now_view(request: HttpRequest) -> HttpResponse:
     person = _person(request)
     if not settings.ASK_ENABLED or person is None:
         raise Http404("Asking is not enabled.")
-    messages.info(request, ask_now(requester=person,
-                                   clarification_id=request.POST.get("clarification_id")))
+    messages.info(
+        request, ask_now(requester=person, clarification_id=request.POST.get("clarification_id"))
+    )
     return HttpResponseRedirect("/inbox/ask/")
 
 
@@ -158,10 +163,15 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
     if person is None or not readable_nodes(reader_for(person)).filter(pk=pk).exists():
         raise Http404("No such fact.")
     versions = [
-        {"seq": v.seq, "name": v.properties.get("name", ""),
-         "valid": f"{iso(v.valid_from)} → {iso(v.valid_to)}",
-         "recorded": f"{iso(v.tx_from)} → {iso(v.tx_to)}", "confidence": v.confidence,
-         "evidence": v.evidence_class, "pending": v.pending}
+        {
+            "seq": v.seq,
+            "name": v.properties.get("name", ""),
+            "valid": f"{iso(v.valid_from)} → {iso(v.valid_to)}",
+            "recorded": f"{iso(v.tx_from)} → {iso(v.tx_to)}",
+            "confidence": v.confidence,
+            "evidence": v.evidence_class,
+            "pending": v.pending,
+        }
         for v in NodeVersion.objects.filter(node_id=pk).order_by("tx_from")
     ]
     return render(request, "inbox/fact.html", {"versions": versions})

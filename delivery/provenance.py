@@ -68,7 +68,8 @@ def parse_restriction_provenance(raw: Any) -> list[RestrictedSourceRef]:
             raise ProvenanceError(f"restriction_provenance[{i}] has unknown keys")
         kind, source_id = item.get("kind"), item.get("sourceId")
         restriction = item.get("restriction")
-        if kind not in PROVENANCE_KINDS:
+        # isinstance first: an unhashable kind (a list, a dict) must fail closed too.
+        if not isinstance(kind, str) or kind not in PROVENANCE_KINDS:
             raise ProvenanceError(f"restriction_provenance[{i}].kind is not a known kind")
         if not isinstance(source_id, str) or not source_id.strip():
             raise ProvenanceError(f"restriction_provenance[{i}].sourceId is required")
@@ -79,7 +80,7 @@ def parse_restriction_provenance(raw: Any) -> list[RestrictedSourceRef]:
 
 
 def _normalise(text: str) -> str:
-    return _WS.sub(" ", text).strip().lower()
+    return _WS.sub(" ", text).strip().casefold()
 
 
 def verbatim_match(body: str, excerpts: list[str]) -> bool:

@@ -39,30 +39,39 @@ from slack_sdk.signature import SignatureVerifier
 
 from clarify.models import Clarification, State
 from clarify.services import audit_event_append
-from telha.tenancy.models import AliasKind, Person
+from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
 from telha.tenancy.selectors import person_by_alias
 
 from ..actions import ANSWERED, DROPPED, INVALID, MOVED, ActionOutcome, card_action_process
 from ..cards import MOVED_ON, build_card
 from ..channels.slack import api_url, message_ref, parse_message_ref
 from ..models import Delivery, DeliveryKind, NonceState
-from ..restriction import excerpt_for_chat
+from ..provenance import RESTRICTED_TEASER
+from ..restriction import excerpt_for_chat, gated_card
 from ..slack_blocks import (
     ANSWER_ACTION_PREFIX,
     CUSTOM_CALLBACK_ID,
     DATE_ACTION,
     JSON,
+    MAX_SECTION_TEXT,
     SOMETHING_ELSE_ACTION,
     SOURCE_TEXT_BLOCK,
     TEXT_ACTION,
     VALID_FROM_BLOCK,
     VALID_TO_BLOCK,
+    Actions,
     BlockKitError,
+    Button,
+    Context,
     Divider,
     Element,
     Header,
+    Section,
+    Text,
     card_blocks,
+    clip,
     custom_answer_modal,
+    escape,
     message_blocks,
     replace_card,
 )
@@ -80,14 +89,19 @@ UNMAPPED_TEXT = "Your Slack account is not linked to a person in this workspace.
 
 # --- the Bolt app, built lazily from settings ------------------------------------------
 
-_HANDLERS: dict[tuple[str, str, str], SlackRequestHandler] = {}
+_HANDLERS: dict[tuple[str, str, str, bool], SlackRequestHandler] = {}
 _HANDLERS_LOCK = threading.Lock()
 
 
 def slack_handler() -> SlackRequestHandler:
-    """The adapter for the current settings (cached per (secret, token, API URL), so a
-    test overriding settings gets its own app)."""
-    key = (str(settings.SLACK_SIGNING_SECRET), str(settings.SLACK_BOT_TOKEN), api_url())
+    """The adapter for the current settings (cached per (secret, token, API URL,
+    ASK_ENABLED), so a test overriding settings gets its own app)."""
+    key = (
+        str(settings.SLACK_SIGNING_SECRET),
+        str(settings.SLACK_BOT_TOKEN),
+        api_url(),
+        bool(settings.ASK_ENABLED),
+    )
     with _HANDLERS_LOCK:
         handler = _HANDLERS.get(key)
         if handler is None:
@@ -96,7 +110,7 @@ def slack_handler() -> SlackRequestHandler:
         return handler
 
 
-def build_app(signing_secret: str, token: str, url: str) -> App:
+def build_app(signing_secret: str, token: str, url: str, ask: bool = False) -> App:
     def authorize(
         enterprise_id: str | None, team_id: str | None, user_id: str | None
     ) -> AuthorizeResult:
@@ -119,8 +133,14 @@ def build_app(signing_secret: str, token: str, url: str) -> App:
     app.action(re.compile(rf"^{ANSWER_ACTION_PREFIX}\d+$"))(on_answer)
     app.action(SOMETHING_ELSE_ACTION)(on_something_else)
     app.view(CUSTOM_CALLBACK_ID)(on_custom_answer)
-    app.event("app_mention")(ack_only)
-    app.event("message")(ack_only)
+    if ask:
+        # Ask in chat (ASK_ENABLED): see the "ask in chat" section below.
+        app.event("app_mention")(on_ask_mention)
+        app.event("message")(on_ask_message)
+        app.action(ASK_NOW_ACTION)(on_ask_now)
+    else:
+        app.event("app_mention")(ack_only)
+        app.event("message")(ack_only)
     return app
 
 
@@ -244,13 +264,29 @@ def _team(body: dict[str, Any]) -> str:
     return str((body.get("team") or {}).get("id") or (body.get("user") or {}).get("team_id") or "")
 
 
-def _actor(delivery: Delivery, slack_user_id: str) -> Person | None:
-    """The person holding this Slack user id in the delivery's tenant, or None."""
+def slack_person(slack_user_id: str, tenant: Tenant | None = None) -> Person | None:
+    """Identity binding, shared by the answer path and ask in chat: the person holding
+    this verified `slackUserId` alias — in `tenant` when one is known (a card's delivery),
+    else the only such person of any tenant (None when unmapped or ambiguous)."""
     if not slack_user_id:
         return None
-    return person_by_alias(
-        tenant=delivery.tenant, kind=AliasKind.SLACK_USER_ID, value=slack_user_id
+    if tenant is not None:
+        return person_by_alias(tenant=tenant, kind=AliasKind.SLACK_USER_ID, value=slack_user_id)
+    matches = list(
+        PersonAlias.objects.select_related("person__tenant", "person__user").filter(
+            kind=AliasKind.SLACK_USER_ID,
+            value=normalise_alias(AliasKind.SLACK_USER_ID, slack_user_id),
+            person__erased_at__isnull=True,
+        )[:2]
     )
+    if len(matches) > 1:
+        log.warning("slack identity maps to people of several tenants; ignored")
+    return matches[0].person if len(matches) == 1 else None
+
+
+def _actor(delivery: Delivery, slack_user_id: str) -> Person | None:
+    """The person holding this Slack user id in the delivery's tenant, or None."""
+    return slack_person(slack_user_id, delivery.tenant)
 
 
 def _audit_drop(delivery: Delivery, reason: str, **detail: Any) -> None:
@@ -291,7 +327,7 @@ def _fresh(clarification_id: Any) -> Clarification:
 def _card_for(delivery: Delivery, outcome_text: str = "") -> list[Element]:
     clar = _fresh(delivery.clarification_id)
     open_ = clar.state in OPEN_STATES
-    card = build_card(clar, delivery.nonce, excerpt_for_chat(clar))
+    card, _ = gated_card(build_card(clar, delivery.nonce, excerpt_for_chat(clar)), clar)
     if not outcome_text and not open_:
         outcome_text = MOVED_ON
     return card_blocks(card, outcome=outcome_text, buttons=open_)
@@ -362,7 +398,7 @@ def _action_key(body: dict[str, Any], action: dict[str, Any]) -> str:
 
 
 def ack_only(ack: Callable[..., None]) -> None:
-    """`app_mention` / `message`: acknowledged; asking in chat comes in a later issue."""
+    """`app_mention` / `message` with ASK_ENABLED off: acknowledged, nothing else."""
     ack()
 
 
@@ -428,7 +464,7 @@ def on_something_else(
         clarification_id=str(clar.pk),
         nonce=delivery.nonce,
         message_ref=message_ref(channel, ts) if channel and ts else delivery.message_ref,
-        question=build_card(clar, delivery.nonce, "").question,
+        question=gated_card(build_card(clar, delivery.nonce, ""), clar)[0].question,
     )
     try:
         client.views_open(trigger_id=str(body.get("trigger_id") or ""), view=view)
@@ -509,3 +545,121 @@ def on_custom_answer(
     ack()
     if delivery is not None and ref:
         _update_message(client, delivery, ref, outcome)
+
+
+# --- ask in chat (ASK_ENABLED) -----------------------------------------------------------
+#
+# Registered only when ASK_ENABLED is on (off: `ack_only`, exactly as before). Order: ack →
+# bind the Slack user through the `slackUserId` alias (unmapped: logged, the handler is never
+# reached) → `delivery.ask.respond` (read-scoped, gated for chat) → `chat.postMessage` of
+# the gated body. An `app_mention` in a shared channel is answered by direct message: the
+# answer is scoped to what the asker may read, not to what the channel's members may read.
+
+ASK_NOW_ACTION = "clarify_ask_now"
+ASK_DM_POINTER = "I've sent you my answer in a direct message."
+ASK_EMPTY_TEXT = "Ask me about a fact, for example “when does the MSA start?”"
+ASK_FAILED_TEXT = "Sorry, I couldn't answer that. Try again, or ask in your Telha inbox."
+_MENTION = re.compile(r"<@[A-Z0-9]+(?:\|[^>]*)?>")
+
+
+def _is_dm(channel: str) -> bool:
+    return channel.startswith("D")
+
+
+def _post(client: WebClient, **kwargs: Any) -> bool:
+    try:
+        client.chat_postMessage(unfurl_links=False, unfurl_media=False, **kwargs)
+    except (SlackClientError, OSError, BlockKitError) as exc:
+        log.warning("ask: chat.postMessage failed: %s", exc)
+        return False
+    return True
+
+
+def ask_blocks(body: str, offer: dict[str, Any] | None) -> list[JSON]:
+    """The answer as Block Kit: the (gated) body, and the "Ask <person> now?" button."""
+    blocks: list[Element] = [Section(Text(clip(escape(body), MAX_SECTION_TEXT)))]
+    if offer:
+        value = json.dumps({"clarificationId": offer["clarificationId"]})
+        button = Button(str(offer["label"]), ASK_NOW_ACTION, value, style="primary")
+        blocks.append(Actions([button], block_id="clarify_ask_now"))
+    return message_blocks(blocks)
+
+
+def _answer_event(event: dict[str, Any], client: WebClient, *, in_dm: bool) -> None:
+    from ..ask import respond
+
+    slack_user = str(event.get("user") or "")
+    channel = str(event.get("channel") or "")
+    # Where the answer goes: the DM (in its thread, if asked in one), else the asker's DM.
+    where: dict[str, Any] = {"channel": channel} if in_dm else {"channel": slack_user}
+    if in_dm and event.get("thread_ts"):
+        where["thread_ts"] = str(event["thread_ts"])
+    person = slack_person(slack_user)
+    if person is None:
+        log.info("ask: unmapped slack identity %s asked nothing", slack_user[:40] or "-")
+        if slack_user:
+            _post(client, text=UNMAPPED_TEXT, **where)
+        return
+    question = _MENTION.sub(" ", str(event.get("text") or "")).strip()[:1000]
+    if not question:
+        _post(client, text=ASK_EMPTY_TEXT, **where)
+        return
+    try:
+        delivered, answer = respond(person=person, question=question, channel=CHANNEL)
+    except Exception:  # the turn failed closed: nothing recorded, nothing crosses
+        log.exception("ask: answering failed for %s", person.pk)
+        _post(client, text=ASK_FAILED_TEXT, **where)
+        return
+    # The button only when the answer offers it and the gate let the body through.
+    offer = answer.ask_now if answer.ask_now and delivered != RESTRICTED_TEASER else None
+    _post(client, text=escape(delivered), blocks=ask_blocks(delivered, offer), **where)
+    if not in_dm:
+        thread = str(event.get("thread_ts") or event.get("ts") or "")
+        _post(client, channel=channel, thread_ts=thread, text=ASK_DM_POINTER)
+
+
+def on_ask_message(ack: Callable[..., None], event: dict[str, Any], client: WebClient) -> None:
+    """A direct message to the bot: a person's own message (no subtype, not a bot) in an
+    IM channel is a question."""
+    ack()
+    if event.get("channel_type") != "im" or event.get("subtype") or event.get("bot_id"):
+        return
+    _answer_event(event, client, in_dm=True)
+
+
+def on_ask_mention(ack: Callable[..., None], event: dict[str, Any], client: WebClient) -> None:
+    """An @-mention of the bot: the text without the mention is the question."""
+    ack()
+    if event.get("subtype") or event.get("bot_id"):
+        return
+    _answer_event(event, client, in_dm=_is_dm(str(event.get("channel") or "")))
+
+
+def on_ask_now(ack: Callable[..., None], body: dict[str, Any], client: WebClient) -> None:
+    """ "Ask <person> now?": bind the Slack user, then `delivery.ask.ask_now` (it dedups
+    against the clarification's routing job); the button's message is updated with the
+    outcome."""
+    from ..ask import ask_now
+
+    ack()
+    action = (body.get("actions") or [{}])[0]
+    value = _json_object(action.get("value") if isinstance(action, dict) else None)
+    person = slack_person(_slack_user(body))
+    if person is None:
+        log.info("ask now: unmapped slack identity %s; nothing queued", _identity(body)[:60])
+        text = UNMAPPED_TEXT
+    else:
+        text = ask_now(requester=person, clarification_id=value.get("clarificationId"))
+    channel, ts = _message_location(body)
+    if not channel:
+        return
+    shown = (body.get("message") or {}).get("blocks")
+    try:
+        if ts and isinstance(shown, list):
+            kept = [b for b in shown if isinstance(b, dict) and b.get("type") != "actions"]
+            blocks = message_blocks([*kept, Context([Text(escape(text))])])
+            client.chat_update(channel=channel, ts=ts, text=escape(text), blocks=blocks)
+        else:
+            client.chat_postMessage(channel=channel, text=escape(text))
+    except (SlackClientError, OSError, BlockKitError) as exc:
+        log.warning("ask now: could not show the outcome: %s", exc)

@@ -6,6 +6,7 @@ import logging
 from datetime import date
 from typing import Any
 
+from django.conf import settings
 from django.db import transaction
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
@@ -19,6 +20,7 @@ from ..models import Delivery, TeamsConversation
 from ..restriction import excerpt_for_chat, gated_card
 from ..teams_auth import TeamsAuthError, check_service_url, verify_token
 from ..teams_cards import question_card
+from . import teams_ask
 
 log = logging.getLogger("telha.audit")
 MAX_BODY_BYTES = 256 * 1024
@@ -224,6 +226,10 @@ def messages(request: HttpRequest) -> HttpResponse:
     with transaction.atomic():
         if kind in ("conversationUpdate", "message", "invoke"):
             remember_conversation(person, activity)
+    if settings.ASK_ENABLED:  # ask in chat; off: nothing below changes (hooks/teams_ask.py)
+        asked = teams_ask.handle(person, activity)
+        if asked is not None:
+            return asked
     if kind == "invoke" and activity.get("name") == "adaptiveCard/action":
         data = ((activity.get("value") or {}).get("action") or {}).get("data") or {}
         return JsonResponse(handle_action(person, data, activity))

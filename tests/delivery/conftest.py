@@ -366,3 +366,6 @@ from .conftest_slack import slack_payloads, slack_post, slack_settings, slack_st
 
 # Teams fixtures (Bot Framework stub, locally signed tokens): tests/delivery/conftest_teams.py
 from .conftest_teams import teams_activities, teams_alice, teams_post, teams_settings, teams_stub, teams_token  # noqa: E402, F401
+
+# Ask-in-chat fixtures (ASK_ENABLED, a world of facts): tests/delivery/conftest_ask.py
+from .conftest_ask import ask_on, world  # noqa: E402, F401
