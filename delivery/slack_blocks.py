@@ -344,7 +344,7 @@ def card_blocks(card: Card, *, outcome: str = "", buttons: bool = True) -> list[
         )
     if outcome:
         blocks.append(Section(Text(escape(outcome)), block_id=block_id("out", cid)))
-    if buttons:
+    if buttons and card.buttons:  # a restricted teaser has no candidates: nothing to tap
         elements: list[Element] = [
             Button(b.label, f"{ANSWER_ACTION_PREFIX}{b.index}", answer_value(card, b.index))
             for b in card.buttons[: MAX_ACTIONS_ELEMENTS - 1]

@@ -45,6 +45,8 @@ def question_card(card: Card, *, error: str = "", outcome: str = "") -> dict[str
         return {"type": "AdaptiveCard", "$schema": SCHEMA, "version": "1.5", "body": body}
     if error:
         body.append({"type": "TextBlock", "text": error, "wrap": True, "color": "Attention"})
+    if not card.buttons:  # a restricted teaser has no candidates: nothing to tap
+        return {"type": "AdaptiveCard", "$schema": SCHEMA, "version": "1.5", "body": body}
     actions = [_execute(b.label, card.action(b.index)) for b in card.buttons]
     custom_data = {
         "kind": "clarify_answer",
