@@ -35,8 +35,7 @@ def detect(file: FileInput, *, people_by_name: dict[str, str] | None = None) -> 
     if suffix == ".csv":
         return detect_csv(text, filename=file.name, people_by_name=people_by_name)
     file_date = file.modified.astimezone(UTC).date() if file.modified else None
-    return detect_text(text, filename=file.name, file_date=file_date,
-                       people_by_name=people_by_name)
+    return detect_text(text, filename=file.name, file_date=file_date, people_by_name=people_by_name)
 
 
 def _us(d: date | None) -> int | None:
@@ -74,12 +73,18 @@ def to_submission(
         if vf is not None and vt is not None and vf >= vt:
             vt = None
         ref_of[fact.key] = len(nodes)
-        nodes.append({
-            "ref": len(nodes), "key": fact.key, "labels": fact.labels,
-            "properties": fact.properties, "validFrom": vf, "validTo": vt,
-            "confidence": fact.confidence,
-            "spanRef": span_ref(finding.span if finding and finding.span else fact.span),
-        })
+        nodes.append(
+            {
+                "ref": len(nodes),
+                "key": fact.key,
+                "labels": fact.labels,
+                "properties": fact.properties,
+                "validFrom": vf,
+                "validTo": vt,
+                "confidence": fact.confidence,
+                "spanRef": span_ref(finding.span if finding and finding.span else fact.span),
+            }
+        )
     edges: list[dict[str, Any]] = []
     person_ref: dict[str, int] = {}
     for fact_key, edge_type, person in detection.people:
@@ -90,8 +95,14 @@ def to_submission(
             if person.email:
                 props["email"] = person.email
             person_ref[person.key()] = len(nodes)
-            nodes.append({"ref": len(nodes), "key": f"person:{person.key()}"[:500],
-                          "labels": ["PERSON"], "properties": props})
+            nodes.append(
+                {
+                    "ref": len(nodes),
+                    "key": f"person:{person.key()}"[:500],
+                    "labels": ["PERSON"],
+                    "properties": props,
+                }
+            )
         targets = [f.key for f in detection.facts] if fact_key == "*" else [fact_key]
         for target in targets:
             if target not in ref_of:
@@ -103,23 +114,35 @@ def to_submission(
     for finding in findings.values():
         if finding.node_key not in ref_of:
             continue
-        ambiguities.append({
-            "nodeRef": ref_of[finding.node_key],
-            "kind": finding.kind,
-            "candidates": [
-                {"validFrom": _us(c.valid_from), "validTo": _us(c.valid_to),
-                 "label": c.label[:200], "spanRef": span_ref(c.span)}
-                for c in finding.candidates
-            ],
-            "detectorConfidence": finding.detector_confidence,
-            "appliedCandidateConfidence": finding.applied_candidate_confidence,
-        })
+        ambiguities.append(
+            {
+                "nodeRef": ref_of[finding.node_key],
+                "kind": finding.kind,
+                "candidates": [
+                    {
+                        "validFrom": _us(c.valid_from),
+                        "validTo": _us(c.valid_to),
+                        "label": c.label[:200],
+                        "spanRef": span_ref(c.span),
+                    }
+                    for c in finding.candidates
+                ],
+                "detectorConfidence": finding.detector_confidence,
+                "appliedCandidateConfidence": finding.applied_candidate_confidence,
+            }
+        )
     return {
         "source": {
-            "system": system, "externalId": external_id[:500],
-            "title": (title or detection.title)[:500], "uri": "",
-            "text": detection.text, "acl": acl if acl is not None else detection.acl,
+            "system": system,
+            "externalId": external_id[:500],
+            "title": (title or detection.title)[:500],
+            "uri": "",
+            "text": detection.text,
+            "acl": acl if acl is not None else detection.acl,
             "restriction": restriction or detection.restriction,
         },
-        "spans": spans, "nodes": nodes, "edges": edges, "ambiguities": ambiguities,
+        "spans": spans,
+        "nodes": nodes,
+        "edges": edges,
+        "ambiguities": ambiguities,
     }

@@ -10,9 +10,17 @@ MONTHS = {
     name: i
     for i, names in enumerate(
         [
-            ("january", "jan"), ("february", "feb"), ("march", "mar"), ("april", "apr"),
-            ("may",), ("june", "jun"), ("july", "jul"), ("august", "aug"),
-            ("september", "sep", "sept"), ("october", "oct"), ("november", "nov"),
+            ("january", "jan"),
+            ("february", "feb"),
+            ("march", "mar"),
+            ("april", "apr"),
+            ("may",),
+            ("june", "jun"),
+            ("july", "jul"),
+            ("august", "aug"),
+            ("september", "sep", "sept"),
+            ("october", "oct"),
+            ("november", "nov"),
             ("december", "dec"),
         ],
         start=1,
@@ -25,7 +33,12 @@ _YEAR = r"(?P<year>(?:19|20)\d\d)"
 
 # Order matters: the longest, most specific forms first.
 PATTERNS = [
-    ("iso", re.compile(r"(?<![\d./-])(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)(?![\d.]|-\d)")),
+    (
+        "iso",
+        re.compile(
+            r"(?<![\d./-])(?P<year>(?:19|20)\d\d)-(?P<month>[01]\d)-(?P<day>[0-3]\d)(?!\d|[.-]\d)"
+        ),
+    ),
     ("day_month_year", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I)),
     ("month_day_year", re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I)),
     ("day_month", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?!\s*,?\s*(?:19|20)\d\d)", re.I)),
@@ -96,7 +109,7 @@ def parse_date_text(text: str) -> date | None:
 
 
 def label(d: date) -> str:
-    """"12 June" style label (the year is shown only when it is not obvious)."""
+    """ "12 June" style label (the year is shown only when it is not obvious)."""
     return f"{d.day} {d.strftime('%B')}"
 
 

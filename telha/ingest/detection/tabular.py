@@ -11,6 +11,7 @@ At most `MAX_FINDINGS_PER_FILE` ambiguities per file; the `owner` column names t
 import csv
 import io
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import date
 
@@ -39,6 +40,9 @@ class CellReading:
 
 
 def read_cell(value: str) -> CellReading:
+    """Read one validity cell: blank, one date (ISO, English text, or a slashed/dotted/
+    dashed day-month pair that only one way makes a calendar date), two readings, or
+    nothing readable (also 31/02/2026 and two-digit years)."""
     value = (value or "").strip()
     if not value:
         return CellReading((), blank=True)
@@ -60,31 +64,50 @@ def read_cell(value: str) -> CellReading:
     return CellReading(tuple(readings))
 
 
-def _column(header: list[str], options: tuple[str, ...]) -> str | None:
+def _column(header: Sequence[str], options: tuple[str, ...]) -> str | None:
+    """The header cell that is the first of `options` (case and padding ignored)."""
     lowered = {h.strip().lower(): h for h in header}
     return next((lowered[o] for o in options if o in lowered), None)
 
 
-def rule_ambiguous_cell(key: str, column: str, raw: str, reading: CellReading, is_end: bool
-                        ) -> Finding | None:
+def rule_ambiguous_cell(
+    key: str, column: str, raw: str, reading: CellReading, is_end: bool
+) -> Finding | None:
+    """A cell with two readings (03/04/2026: 3 April vs 4 March) → `conflicting_dates`,
+    the day/month reading first; an end column's readings become `validTo`."""
     if len(reading.dates) < 2:
         return None
     candidates = [
-        Candidate(f"{label_with_year(d)} (reading {raw.strip()} as {'day/month' if i == 0 else 'month/day'})",
-                  None if is_end else d, d if is_end else None)
-        for i, d in enumerate(reading.dates)
+        Candidate(
+            f"{label_with_year(d)} (reading {raw.strip()} as {order})",
+            None if is_end else d,
+            d if is_end else None,
+        )
+        for d, order in zip(reading.dates, ("day/month", "month/day"), strict=False)
     ]
-    return Finding(rule="ambiguous_cell", node_key=key, kind="conflicting_dates",
-                   candidates=candidates, detector_confidence=0.9,
-                   applied_candidate_confidence=0.5)
+    return Finding(
+        rule="ambiguous_cell",
+        node_key=key,
+        kind="conflicting_dates",
+        candidates=candidates,
+        detector_confidence=0.9,
+        applied_candidate_confidence=0.5,
+    )
 
 
 def rule_unreadable_cell(key: str, column: str, raw: str, reading: CellReading) -> Finding | None:
+    """A non-blank validity cell that is no date ("sometime in Q3") →
+    `low_confidence_extraction`; the only candidate says what the cell holds."""
     if reading.dates or reading.blank:
         return None
-    return Finding(rule="unreadable_cell", node_key=key, kind="low_confidence_extraction",
-                   candidates=[Candidate(f"unreadable {column}: {raw.strip()[:60]!r}")],
-                   detector_confidence=0.8, applied_candidate_confidence=0.2)
+    return Finding(
+        rule="unreadable_cell",
+        node_key=key,
+        kind="low_confidence_extraction",
+        candidates=[Candidate(f"unreadable {column}: {raw.strip()[:60]!r}")],
+        detector_confidence=0.8,
+        applied_candidate_confidence=0.2,
+    )
 
 
 def detect_csv(
@@ -107,8 +130,9 @@ def detect_csv(
     detection = Detection(title=filename, text=text)
     for number, row in enumerate(reader, start=1):
         key = f"row-{(row.get(id_col) or '').strip() or number}" if id_col else f"row-{number}"
-        fact = Fact(key=key, labels=[label],
-                    properties={k: (v or "").strip() for k, v in row.items() if k})
+        fact = Fact(
+            key=key, labels=[label], properties={k: (v or "").strip() for k, v in row.items() if k}
+        )
         if name_col and row.get(name_col):
             fact.properties["name"] = row[name_col].strip()
         finding: Finding | None = None
@@ -123,21 +147,34 @@ def detect_csv(
                 else:
                     fact.valid_from = reading.unambiguous
             elif finding is None and len(detection.findings) < MAX_FINDINGS_PER_FILE:
-                finding = rule_ambiguous_cell(key, column, raw, reading, is_end) or \
-                    rule_unreadable_cell(key, column, raw, reading)
+                finding = rule_ambiguous_cell(
+                    key, column, raw, reading, is_end
+                ) or rule_unreadable_cell(key, column, raw, reading)
         if fact.valid_from and fact.valid_to and fact.valid_from >= fact.valid_to:
             fact.valid_to = None
         if finding is not None:
             for cand in finding.candidates:
                 if cand.valid_from is None and cand.valid_to is not None:
-                    cand.valid_from = fact.valid_from if fact.valid_from and fact.valid_from < cand.valid_to else None
-                elif cand.valid_from is not None and cand.valid_to is None and fact.valid_to and fact.valid_to > cand.valid_from:
+                    cand.valid_from = (
+                        fact.valid_from
+                        if fact.valid_from and fact.valid_from < cand.valid_to
+                        else None
+                    )
+                elif (
+                    cand.valid_from is not None
+                    and cand.valid_to is None
+                    and fact.valid_to
+                    and fact.valid_to > cand.valid_from
+                ):
                     cand.valid_to = fact.valid_to
             detection.findings.append(finding)
         detection.facts.append(fact)
         if owner_col and (row.get(owner_col) or "").strip():
             owner = row[owner_col].strip()
-            ref = PersonRef(email=owner.lower()) if "@" in owner else PersonRef(
-                name=owner, email=(people_by_name or {}).get(owner.lower(), ""))
+            ref = (
+                PersonRef(email=owner.lower())
+                if "@" in owner
+                else PersonRef(name=owner, email=(people_by_name or {}).get(owner.lower(), ""))
+            )
             detection.people.append((key, "OWNED_BY", ref))
     return detection

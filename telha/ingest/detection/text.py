@@ -7,7 +7,7 @@ Rules, each a small function over the canonical text:
   disagree → `conflicting_dates`, one candidate per role ("12 June (signature)").
 * `rule_relative_phrase` — "effective next quarter", "within 30 days of signature", "from
   the start of next month" → `relative_date`, candidates computed from the anchor (the
-  signature date, else the document date), the best guess first.
+  signature date, else the document date, else the file's date), the best guess first.
 * `rule_undated` — a document that looks dated (an agreement, a policy…) with no date.
 * `rule_yearless_date` — a date written without a year ("12th of June") → a weak
   extraction (`low_confidence_extraction`) with the plausible years as candidates.
@@ -36,43 +36,61 @@ DATED_LOOKING = re.compile(
     re.I,
 )
 SIGNER = re.compile(
-    r"\b(?P<role>counter-?signed|signed)\s+by\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z'-]+){0,3})"
+    r"\b(?P<role>(?i:counter-?signed|signed))\s+by\s+(?P<name>[A-Z][a-z]+(?:\s+[A-Z][a-z'-]+){0,3})"
 )
+SENTENCE_END = re.compile(r"[.;](?=\s)|\n[ \t]*\n")
 EMAIL = re.compile(r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+")
+FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<yaml>.*?)^---[ \t]*(?:\n|\Z)", re.S | re.M)
 
 RELATIVE_RULES = [
-    ("next_quarter", re.compile(r"\b(?:effective|starts?|from|commenc\w*)\s+(?:from\s+)?next\s+quarter\b", re.I)),
-    ("days_after_signature", re.compile(
-        r"\bwithin\s+(?P<days>\d{1,3})\s+days\s+(?:of|from|after)\s+(?:the\s+)?(?:date\s+of\s+)?(?P<anchor>signature|signing|execution|the\s+effective\s+date)\b",
-        re.I)),
-    ("start_of_next_month", re.compile(
-        r"\bfrom\s+the\s+(?:start|beginning|first\s+day)\s+of\s+(?:the\s+)?next\s+month\b", re.I)),
+    (
+        "next_quarter",
+        re.compile(
+            r"\b(?:effective|starts?|starting|begins?|beginning|from|commenc\w*)\s+"
+            r"(?:from\s+|as\s+of\s+)?(?:the\s+)?next\s+quarter\b",
+            re.I,
+        ),
+    ),
+    (
+        "days_after_anchor",
+        re.compile(
+            r"\bwithin\s+(?P<days>\d{1,3})\s+days\s+(?:of|from|after)\s+(?:the\s+)?"
+            r"(?:date\s+of\s+)?(?P<anchor>signature|signing|execution|effective\s+date)\b",
+            re.I,
+        ),
+    ),
+    (
+        "start_of_next_month",
+        re.compile(
+            r"\bfrom\s+the\s+(?:start|beginning|first\s+day)\s+of\s+(?:the\s+)?next\s+month\b",
+            re.I,
+        ),
+    ),
 ]
 
 
 def front_matter(text: str) -> tuple[dict[str, Any], str, int]:
-    """YAML front matter between leading `---` lines: (metadata, body, body offset)."""
-    if not text.startswith("---"):
-        return {}, text, 0
-    end = text.find("\n---", 3)
-    if end < 0:
+    """YAML front matter between a leading `---` line and the next `---` line:
+    (metadata, body, body offset). Broken or non-mapping front matter is ignored (the
+    whole text is the body), never an error — also a YAML date that is no calendar date."""
+    m = FRONT_MATTER.match(text)
+    if m is None:
         return {}, text, 0
     try:
-        meta = yaml.safe_load(text[3:end]) or {}
-    except yaml.YAMLError:
+        meta = yaml.safe_load(m.group("yaml")) or {}
+    except (yaml.YAMLError, ValueError):  # ValueError: `date: 2026-02-31`
         return {}, text, 0
     if not isinstance(meta, dict):
         return {}, text, 0
-    close = text.find("\n", end + 4)
-    offset = len(text) if close < 0 else close + 1
-    return meta, text[offset:], offset
+    return meta, text[m.end() :], m.end()
 
 
 def _sentence_start(text: str, pos: int) -> int:
-    """Sentences end at '.', ';' or a blank line (a wrapped line is the same sentence)."""
-    cut = max(text.rfind(".", 0, pos), text.rfind(";", 0, pos))
-    blank = text.rfind("\n\n", 0, pos)
-    cut = max(cut + 1, blank + 2 if blank >= 0 else 0)
+    """Sentences end at '.' or ';' before white space, or at a blank line (a wrapped line
+    is the same sentence; the '.' of "1.5" inside a sentence does not end it)."""
+    cut = 0
+    for m in SENTENCE_END.finditer(text, 0, pos):
+        cut = m.end()
     return cut
 
 
@@ -98,30 +116,34 @@ def role_dates(text: str, dates: list[DateMatch]) -> dict[str, DateMatch]:
     return found
 
 
-def _resolved(d: DateMatch, document_date: date | None) -> date | None:
-    return d.on(document_date.year if document_date else None)
+def _resolved(d: DateMatch, year_hint: date | None) -> date | None:
+    return d.on(year_hint.year if year_hint else None)
 
 
 def rule_conflicting_roles(
-    text: str, roles: dict[str, DateMatch], document_date: date | None, offset: int
+    text: str, roles: dict[str, DateMatch], year_hint: date | None, offset: int
 ) -> list[Finding]:
+    """Signature vs countersignature (on the signature fact) and effective vs commencement
+    (on the term fact) that disagree → `conflicting_dates`, one candidate per role,
+    labelled "12 June (signature)"; the first role's date is the best guess."""
     findings = []
     for first, second in CONFLICT_PAIRS:
         a, b = roles.get(first), roles.get(second)
         if a is None or b is None:
             continue
-        da, db = _resolved(a, document_date), _resolved(b, document_date)
+        da, db = _resolved(a, year_hint), _resolved(b, year_hint)
         if da is None or db is None or da == db:
             continue
         key = "signature" if first == "signature" else "term"
+        span_a, span_b = (a.start + offset, a.end + offset), (b.start + offset, b.end + offset)
         findings.append(
             Finding(
                 rule="conflicting_roles",
                 node_key=key,
                 kind="conflicting_dates",
                 candidates=[
-                    Candidate(f"{label(da)} ({first})", da, None, (a.start + offset, a.end + offset)),
-                    Candidate(f"{label(db)} ({second})", db, None, (b.start + offset, b.end + offset)),
+                    Candidate(f"{label(da)} ({first})", da, None, span_a),
+                    Candidate(f"{label(db)} ({second})", db, None, span_b),
                 ],
                 detector_confidence=0.9,
                 applied_candidate_confidence=0.5,
@@ -132,97 +154,158 @@ def rule_conflicting_roles(
 
 
 def quarter_start_after(d: date) -> date:
+    """The first day of the calendar quarter after the one `d` is in."""
     month = ((d.month - 1) // 3 + 1) * 3 + 1
     return date(d.year + (month > 12), (month - 1) % 12 + 1, 1)
 
 
 def month_start_after(d: date) -> date:
+    """The first day of the month after `d`'s."""
     return date(d.year + (d.month == 12), d.month % 12 + 1, 1)
 
 
-def rule_relative_phrase(
-    text: str, roles: dict[str, DateMatch], document_date: date | None, offset: int
-) -> Finding | None:
-    """The first anchored relative phrase, with candidates from its anchor."""
+def relative_anchors(
+    roles: dict[str, DateMatch], document_date: date | None, file_date: date | None
+) -> list[tuple[str, date]]:
+    """What a relative phrase counts from, the strongest first: the signature date and
+    the document date (front matter); the file's date (a modification or upload time, a
+    weak proxy) only when the document states neither."""
     signature = roles.get("signature")
-    signed = _resolved(signature, document_date) if signature else None
-    anchors = [(n, d) for n, d in (("signature", signed), ("document date", document_date)) if d]
+    signed = _resolved(signature, document_date or file_date) if signature else None
+    stated = [(n, d) for n, d in (("signature", signed), ("document date", document_date)) if d]
+    return stated or ([("file date", file_date)] if file_date else [])
+
+
+def _relative_candidates(
+    name: str, m: re.Match[str], anchors: list[tuple[str, date]], span: tuple[int, int]
+) -> list[Candidate]:
+    anchor_name, anchor = anchors[0]
+    if name == "next_quarter":
+        candidates: list[Candidate] = []
+        for a_name, a in anchors:
+            q = quarter_start_after(a)
+            if all(c.valid_from != q for c in candidates):
+                text = f"{label_with_year(q)} (next quarter after {a_name})"
+                candidates.append(Candidate(text, q, None, span))
+        later = quarter_start_after(candidates[0].valid_from or anchor)
+        text = f"{label_with_year(later)} (the quarter after)"
+        return [*candidates, Candidate(text, later, None, span)]
+    if name == "days_after_anchor":
+        days = int(m.group("days"))
+        due = anchor + timedelta(days=days)
+        return [
+            Candidate(f"{label_with_year(due)} ({days} days after {anchor_name})", due, None, span),
+            Candidate(f"{label_with_year(anchor)} ({anchor_name})", anchor, None, span),
+        ]
+    first = month_start_after(anchor)
+    return [
+        Candidate(
+            f"{label_with_year(first)} (start of next month after {anchor_name})", first, None, span
+        ),
+        Candidate(f"{label_with_year(anchor)} ({anchor_name})", anchor, None, span),
+    ]
+
+
+def rule_relative_phrase(
+    text: str,
+    roles: dict[str, DateMatch],
+    document_date: date | None,
+    offset: int,
+    file_date: date | None = None,
+) -> Finding | None:
+    """The first anchored relative phrase of the text → `relative_date`, candidates counted
+    from the anchor, the best guess first. "within N days of the effective date" counts
+    from the effective date when the document states one. No anchor, no finding."""
+    anchors = relative_anchors(roles, document_date, file_date)
+    matches = [(m, name) for name, pattern in RELATIVE_RULES if (m := pattern.search(text))]
+    if not matches:
+        return None
+    m, name = min(matches, key=lambda item: item[0].start())
+    if name == "days_after_anchor" and m.group("anchor").lower().startswith("effective"):
+        effective = roles.get("effective") or roles.get("commencement")
+        effective_date = _resolved(effective, document_date or file_date) if effective else None
+        if effective_date is not None:
+            anchors = [("effective date", effective_date)]
     if not anchors:
         return None
-    for name, pattern in RELATIVE_RULES:
-        m = pattern.search(text)
-        if m is None:
-            continue
-        span = (m.start() + offset, m.end() + offset)
-        anchor_name, anchor = anchors[0]
-        candidates: list[Candidate] = []
-        if name == "next_quarter":
-            for a_name, a in anchors:
-                q = quarter_start_after(a)
-                if all(c.valid_from != q for c in candidates):
-                    candidates.append(Candidate(f"{label_with_year(q)} (next quarter after {a_name})", q, None, span))
-            later = quarter_start_after(candidates[0].valid_from or anchor)
-            candidates.append(Candidate(f"{label_with_year(later)} (the quarter after)", later, None, span))
-        elif name == "days_after_signature":
-            days = int(m.group("days"))
-            due = anchor + timedelta(days=days)
-            candidates = [
-                Candidate(f"{label_with_year(due)} ({days} days after {anchor_name})", due, None, span),
-                Candidate(f"{label_with_year(anchor)} ({anchor_name})", anchor, None, span),
-            ]
-        else:
-            first = month_start_after(anchor)
-            candidates = [
-                Candidate(f"{label_with_year(first)} (start of next month after {anchor_name})", first, None, span),
-                Candidate(f"{label_with_year(anchor)} ({anchor_name})", anchor, None, span),
-            ]
-        return Finding(
-            rule=f"relative_phrase:{name}",
-            node_key="term",
-            kind="relative_date",
-            candidates=candidates,
-            detector_confidence=0.85 if anchor_name == "signature" else 0.7,
-            applied_candidate_confidence=0.5,
-            span=span,
-        )
-    return None
-
-
-def rule_undated(text: str, dates: list[DateMatch], has_meta_date: bool, file_date: date | None
-                 ) -> Finding | None:
-    """A dated-looking document with no date at all; the file's date is the best guess."""
-    if dates or has_meta_date or not DATED_LOOKING.search(text):
-        return None
-    candidates = [Candidate(f"{label_with_year(file_date)} (file date)", file_date)] if file_date else [
-        Candidate("no date found in the document")
-    ]
+    span = (m.start() + offset, m.end() + offset)
     return Finding(
-        rule="undated", node_key="term", kind="undated", candidates=candidates,
-        detector_confidence=0.75, applied_candidate_confidence=0.3,
+        rule=f"relative_phrase:{name}",
+        node_key="term",
+        kind="relative_date",
+        candidates=_relative_candidates(name, m, anchors, span),
+        # A stated signature/effective date is a firm anchor; a document or file date is
+        # only a proxy for when the clock started.
+        detector_confidence=0.85 if anchors[0][0] in ("signature", "effective date") else 0.7,
+        applied_candidate_confidence=0.5,
+        span=span,
     )
 
 
-def rule_yearless_date(dates: list[DateMatch], used: set[int], document_date: date | None,
-                       offset: int) -> Finding | None:
-    """A date written without a year: this year's and next year's readings."""
+def rule_undated(
+    text: str, dates: list[DateMatch], has_meta_date: bool, file_date: date | None
+) -> Finding | None:
+    """A dated-looking document (an agreement, a policy…) with no date at all →
+    `undated`; the file's date is the (weak) best guess. Other notes are left alone."""
+    if dates or has_meta_date or not DATED_LOOKING.search(text):
+        return None
+    candidates = (
+        [Candidate(f"{label_with_year(file_date)} (file date)", file_date)]
+        if file_date
+        else [Candidate("no date found in the document")]
+    )
+    return Finding(
+        rule="undated",
+        node_key="term",
+        kind="undated",
+        candidates=candidates,
+        detector_confidence=0.75,
+        applied_candidate_confidence=0.3,
+    )
+
+
+def rule_yearless_date(
+    dates: list[DateMatch],
+    used: set[int],
+    year_hint: date | None,
+    offset: int,
+    node_key: str = "term",
+) -> Finding | None:
+    """A date written without a year ("12th of June") → `low_confidence_extraction` with
+    the hint year's reading (the document's, else the file's date) first and the next
+    year's second. Dates whose start is in `used` belong to another rule."""
     for d in dates:
         if d.year_known or d.start in used:
             continue
-        base = (document_date or date.today()).year
+        base = (year_hint or date.today()).year
         options = [x for x in (d.on(base), d.on(base + 1)) if x is not None]
         if not options:
             continue
         span = (d.start + offset, d.end + offset)
         return Finding(
-            rule="yearless_date", node_key="term", kind="low_confidence_extraction",
+            rule="yearless_date",
+            node_key=node_key,
+            kind="low_confidence_extraction",
             candidates=[Candidate(label_with_year(x), x, None, span) for x in options],
-            detector_confidence=0.6, applied_candidate_confidence=0.4, span=span,
+            detector_confidence=0.6,
+            applied_candidate_confidence=0.4,
+            span=span,
         )
     return None
 
 
-def _people(meta: dict[str, Any], body: str, people_by_name: dict[str, str]
-            ) -> list[tuple[str, str, PersonRef]]:
+def acl_of(meta: dict[str, Any]) -> list[str]:
+    """The front matter's `acl`: a YAML list, or a comma-separated string."""
+    acl = meta.get("acl")
+    if isinstance(acl, str):
+        return [p.strip() for p in acl.split(",") if p.strip()]
+    return [str(a) for a in acl] if isinstance(acl, list) else []
+
+
+def _people(
+    meta: dict[str, Any], body: str, people_by_name: dict[str, str]
+) -> list[tuple[str, str, PersonRef]]:
+    """Front matter author/owner, "signed by NAME" and e-mail addresses in the body."""
     refs: list[tuple[str, str, PersonRef]] = []
 
     def ref(value: str) -> PersonRef:
@@ -249,61 +332,61 @@ def detect_text(
     file_date: date | None = None,
     people_by_name: dict[str, str] | None = None,
 ) -> Detection:
-    """Run every text rule over a document; at most one finding per fact."""
+    """Run every text rule over a document; at most one finding per fact. A yearless date
+    takes its year from the document date, else the file's date."""
     meta, body, offset = front_matter(text)
     title = str(meta.get("title") or filename)
     document_date = None
     if meta.get("date") is not None:
         raw = meta["date"]
         document_date = raw if isinstance(raw, date) else parse_date_text(str(raw))
+    year_hint = document_date or file_date
     dates = find_dates(body)
     roles = role_dates(body, dates)
-    findings = rule_conflicting_roles(body, roles, document_date, offset)
+    findings = rule_conflicting_roles(body, roles, year_hint, offset)
     taken = {f.node_key for f in findings}
-    if "term" not in taken:
-        rel = rule_relative_phrase(body, roles, document_date or file_date, offset)
-        if rel is not None:
-            findings.append(rel)
-            taken.add("term")
-    if "term" not in taken:
-        und = rule_undated(body, dates, document_date is not None, file_date)
-        if und is not None:
-            findings.append(und)
-            taken.add("term")
-    if "term" not in taken:
-        used = {d.start for d in roles.values()}
-        weak = rule_yearless_date(dates, used, document_date, offset)
+    signature = roles.get("signature")
+    if signature is not None and not signature.year_known and "signature" not in taken:
+        weak = rule_yearless_date([signature], set(), year_hint, offset, node_key="signature")
         if weak is not None:
             findings.append(weak)
+            taken.add("signature")
+    term_rules = (
+        lambda: rule_relative_phrase(body, roles, document_date, offset, file_date),
+        lambda: rule_undated(body, dates, document_date is not None, file_date),
+        lambda: rule_yearless_date(dates, {d.start for d in roles.values()}, year_hint, offset),
+    )
+    for rule in term_rules if "term" not in taken else ():
+        finding = rule()
+        if finding is not None:
+            findings.append(finding)
+            break
     effective = roles.get("effective") or roles.get("commencement")
-    effective_date = _resolved(effective, document_date) if effective else None
     facts = [
         Fact(
             key="term",
             labels=["DOCUMENT_TERM"],
             properties={"name": f"{title} — effective period", "document": title},
-            valid_from=effective_date,
+            valid_from=_resolved(effective, year_hint) if effective else None,
             confidence=0.9,
         )
     ]
-    if any(f.node_key == "signature" for f in findings) or "signature" in roles:
-        signed = _resolved(roles["signature"], document_date) if "signature" in roles else None
+    if "signature" in taken or signature is not None:
         facts.append(
             Fact(
                 key="signature",
                 labels=["SIGNATURE_DATE"],
                 properties={"name": f"{title} — signature date", "document": title},
-                valid_from=signed,
+                valid_from=_resolved(signature, year_hint) if signature else None,
                 confidence=0.9,
             )
         )
-    acl = meta.get("acl")
     return Detection(
         title=title,
         text=text,
         facts=facts,
         findings=findings,
         people=_people(meta, body, people_by_name or {}),
-        acl=[str(a) for a in acl] if isinstance(acl, list) else [],
+        acl=acl_of(meta),
         restriction=str(meta["restriction"]) if meta.get("restriction") else None,
     )

@@ -1,34 +1,118 @@
 """`telha ingest PATH... --tenant SLUG`: detect ambiguity in files and folders and apply
-the submissions (the same code as the `ingest:document` job worker)."""
+the submissions (the same code as the `ingest:document` job worker).
 
+Streams, so peak memory stays flat however large the folder: the paths are walked twice
+(once to count them for the progress bar, once to ingest), directory by directory,
+never held as a list; each file is read, ingested and dropped; the summary is running
+totals; with `--json` each file's result is written out as soon as it is known. Each
+submission's validation leaves reference cycles behind (DRF serializer trees holding the
+validated data, about 15 KB a document) that only a full collection frees, and Python
+runs one only when the pending objects reach a quarter of the long-lived heap — so the
+command collects every `GC_EVERY` files."""
+
+import gc
 import json
-import sys
+import os
 from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from django.conf import settings
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from telha.graph.services import acl_principal_valid
 from telha.ingest.detection.build import MAX_FILE_BYTES, SUPPORTED, FileInput
-from telha.ingest.documents import ingest_file, people_by_name
+from telha.ingest.documents import IngestOutcome, ingest_file, people_by_name
 from telha.tenancy.models import Tenant
 
+GC_EVERY = 50  # files between full collections (cheap next to ingesting 50 files)
 
-def iter_files(paths: list[str]) -> Any:
-    """Supported files under the given paths, streamed in a stable order."""
+
+def _walk(folder: Path) -> Iterator[Path]:
+    """Supported files under `folder`, depth first in name order (the order of the sorted
+    paths), holding one directory listing per level, not the whole tree. Symbolic links
+    to folders are not followed."""
+    with os.scandir(folder) as entries:
+        listing = sorted(
+            (e.name, e.is_dir(follow_symlinks=False))
+            for e in entries
+            if e.is_dir(follow_symlinks=False) or Path(e.name).suffix.lower() in SUPPORTED
+        )
+    for name, is_dir in listing:
+        path = folder / name
+        if is_dir:
+            yield from _walk(path)
+        elif path.is_file():
+            yield path
+
+
+def iter_files(paths: list[str]) -> Iterator[tuple[Path, Path]]:
+    """(path, name relative to the named folder's parent) of the supported files under the
+    given paths, streamed in a stable order. A file named directly is yielded whatever its
+    type (and then reported as unsupported); inside folders only supported suffixes are
+    walked. A missing path is bad usage (exit 2)."""
     for raw in paths:
         path = Path(raw)
         if path.is_dir():
-            for child in sorted(path.rglob("*")):
-                if child.is_file() and child.suffix.lower() in SUPPORTED:
-                    yield child, child.relative_to(path.parent)
+            for child in _walk(path):
+                yield child, child.relative_to(path.parent)
         elif path.is_file():
             yield path, Path(path.name)
         else:
             raise CommandError(f"no such file or folder: {raw}", returncode=2)
+
+
+@dataclass
+class Totals:
+    """Running totals of a run: what the summary table and `--json` report."""
+
+    files: int = 0
+    facts: int = 0
+    ambiguities: Counter = field(default_factory=Counter)
+    opened: int = 0
+    deduplicated: int = 0
+    errors: list[dict[str, str]] = field(default_factory=list)
+
+    def add(self, outcome: IngestOutcome) -> None:
+        self.files += 1
+        self.facts += outcome.facts
+        self.ambiguities.update(outcome.ambiguities)
+        self.opened += outcome.opened
+        self.deduplicated += outcome.deduplicated
+        if outcome.error:
+            self.errors.append({"file": outcome.file, "error": outcome.error})
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "files": self.files,
+            "facts": self.facts,
+            "ambiguities": dict(self.ambiguities),
+            "opened": self.opened,
+            "deduplicated": self.deduplicated,
+            "errors": self.errors,
+        }
+
+
+class JsonResults:
+    """Writes `{"results": [...], "files": …, …}` incrementally: one result at a time,
+    the totals at the end (one JSON document, nothing held back in memory)."""
+
+    def __init__(self, out: OutputWrapper) -> None:
+        self.out = out
+        self.count = 0
+        self.out.write('{"results": [', ending="")
+
+    def add(self, outcome: IngestOutcome) -> None:
+        self.out.write((", " if self.count else "") + json.dumps(outcome.as_dict()), ending="")
+        self.count += 1
+
+    def close(self, totals: Totals) -> None:
+        rest = json.dumps(totals.as_dict())[1:]  # the totals' keys, after the results
+        self.out.write("], " + rest)
+        self.out.flush()
 
 
 class Command(BaseCommand):
@@ -38,8 +122,11 @@ class Command(BaseCommand):
         parser.add_argument("paths", nargs="+")
         parser.add_argument("--tenant", required=True)
         parser.add_argument("--source-system", default="files")
-        parser.add_argument("--acl", default="", help="comma list of principals (default: "
-                            "the front matter's acl, else none)")
+        parser.add_argument(
+            "--acl",
+            default="",
+            help="comma list of principals (default: the front matter's acl, else none)",
+        )
         parser.add_argument("--restriction", default=None)
         parser.add_argument("--json", action="store_true")
 
@@ -50,51 +137,63 @@ class Command(BaseCommand):
         acl = [p.strip() for p in opts["acl"].split(",") if p.strip()] or None
         if acl and not all(acl_principal_valid(p) for p in acl):
             raise CommandError("--acl takes group:NAME, email:ADDR or aad:OID", returncode=2)
-        files = list(iter_files(opts["paths"]))
+        # The first pass counts (and finds a missing path before anything is written).
+        total = sum(1 for _ in iter_files(opts["paths"]))
         names = people_by_name(tenant)
         clarify = bool(settings.CLARIFY["ENABLED"])
-        outcomes = []
-        for i, (path, relative) in enumerate(files, start=1):
-            if not opts["json"]:
-                self._progress(i, len(files), str(relative))
-            if path.stat().st_size > MAX_FILE_BYTES:
-                from telha.ingest.documents import IngestOutcome
-
-                outcomes.append(IngestOutcome(file=str(relative), error="file over 10 MB"))
-                continue
-            outcomes.append(ingest_file(
-                tenant=tenant,
-                file=FileInput(name=str(relative), data=path.read_bytes(),
-                               modified=datetime.fromtimestamp(path.stat().st_mtime, tz=UTC)),
-                system=opts["source_system"], clarify=clarify, acl=acl,
-                restriction=opts["restriction"], names=names,
-            ))
-        if not opts["json"] and files:
-            sys.stderr.write("\n")
-        by_kind: Counter = Counter()
-        for o in outcomes:
-            by_kind.update(o.ambiguities)
-        summary = {
-            "files": len(outcomes),
-            "facts": sum(o.facts for o in outcomes),
-            "ambiguities": dict(by_kind),
-            "opened": sum(o.opened for o in outcomes),
-            "deduplicated": sum(o.deduplicated for o in outcomes),
-            "errors": [{"file": o.file, "error": o.error} for o in outcomes if o.error],
-            "results": [o.as_dict() for o in outcomes],
-        }
-        if opts["json"]:
-            self.stdout.write(json.dumps(summary))
+        totals = Totals()
+        stream = JsonResults(self.stdout) if opts["json"] else None
+        for i, (path, relative) in enumerate(iter_files(opts["paths"]), start=1):
+            if stream is None:
+                self._progress(i, total, str(relative))
+            outcome = self._ingest_one(tenant, path, str(relative), opts, clarify, acl, names)
+            totals.add(outcome)
+            if stream is not None:
+                stream.add(outcome)
+            if i % GC_EVERY == 0:
+                gc.collect()
+        if stream is not None:
+            stream.close(totals)
         else:
-            self._table(summary)
-        if summary["errors"] and len(summary["errors"]) == len(outcomes):
+            if total:
+                self.stderr.write("", style_func=str)
+            self._table(totals.as_dict())
+        if totals.errors and len(totals.errors) == totals.files:
             raise CommandError("INGEST_FAILED: no file could be ingested", returncode=1)
+
+    def _ingest_one(
+        self,
+        tenant: Tenant,
+        path: Path,
+        relative: str,
+        opts: dict[str, Any],
+        clarify: bool,
+        acl: list[str] | None,
+        names: dict[str, str],
+    ) -> IngestOutcome:
+        stat = path.stat()
+        if stat.st_size > MAX_FILE_BYTES:
+            return IngestOutcome(file=relative, error="file over 10 MB")
+        return ingest_file(
+            tenant=tenant,
+            file=FileInput(
+                name=relative,
+                data=path.read_bytes(),
+                modified=datetime.fromtimestamp(stat.st_mtime, tz=UTC),
+            ),
+            system=opts["source_system"],
+            clarify=clarify,
+            acl=acl,
+            restriction=opts["restriction"],
+            names=names,
+        )
 
     def _progress(self, done: int, total: int, name: str) -> None:
         width = 30
         filled = int(width * done / max(1, total))
-        sys.stderr.write(f"\r[{'#' * filled}{'.' * (width - filled)}] {done}/{total} {name[:40]:40}")
-        sys.stderr.flush()
+        bar = f"[{'#' * filled}{'.' * (width - filled)}]"
+        self.stderr.write(f"\r{bar} {done}/{total} {name[:40]:40}", style_func=str, ending="")
+        self.stderr.flush()
 
     def _table(self, summary: dict[str, Any]) -> None:
         kinds = ", ".join(f"{k} {v}" for k, v in sorted(summary["ambiguities"].items())) or "none"
