@@ -37,5 +37,10 @@ bench: venv
 	$(BIN)/pip install --disable-pip-version-check -q -r bench/requirements-bench.txt
 	$(BIN)/python bench/run_all.py
 
+## Mixed load (submissions, reads, answers, signed Slack taps) on gunicorn + PostgreSQL,
+## 32 clients; prints p50/p99 per operation and writes var/load-results.json.
+load: venv
+	$(BIN)/python bench/load.py
+
 clean:
 	rm -rf $(VENV) var/*.sqlite3*

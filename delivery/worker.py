@@ -6,6 +6,7 @@ worker stops heartbeating, so lease expiry plus the kind's backoff is the escala
 window. The attempt after the last candidate is the redacted steward escalation.
 """
 
+import contextlib
 import logging
 import secrets
 import time
@@ -15,6 +16,7 @@ from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from clarify.models import AuditEvent, Clarification, Severity, State
@@ -59,25 +61,47 @@ def _new_nonce() -> str:
     return secrets.token_urlsafe(24)
 
 
+class ClarificationClosed(Exception):
+    """The clarification was answered or conflicted while the worker held its job."""
+
+    def __init__(self, state: str) -> None:
+        super().__init__(state)
+        self.state = state
+
+
 def _delivery_record(
     clar: Clarification, person: Person, job_id: int, attempt: int, kind: str, channel: str,
     status: str,
 ) -> Delivery:
     """The delivery row, created (with its nonce) before the send, or the existing one for
-    an idempotent re-send of the same attempt (same nonce)."""
-    delivery, _ = Delivery.objects.get_or_create(
-        clarification=clar,
-        attempt=attempt,
-        person=person,
-        kind=kind,
-        defaults={
-            "tenant": clar.tenant,
-            "job_id": job_id,
-            "channel": channel,
-            "status": status,
-            "nonce": _new_nonce(),
-        },
-    )
+    an idempotent re-send of the same attempt (same nonce).
+
+    Created under the clarification's row lock (the answer path's lock; on SQLite the
+    IMMEDIATE transaction), after re-reading its state: an answer that binds in the
+    meantime closes every active nonce, so a nonce created after it would stay active on
+    an answered clarification. A closed clarification raises `ClarificationClosed`."""
+    with transaction.atomic():
+        state = (
+            Clarification.objects.select_for_update()
+            .filter(pk=clar.pk)
+            .values_list("state", flat=True)
+            .first()
+        )
+        if state in (State.ANSWERED, State.CONFLICTED):
+            raise ClarificationClosed(str(state))
+        delivery, _ = Delivery.objects.get_or_create(
+            clarification=clar,
+            attempt=attempt,
+            person=person,
+            kind=kind,
+            defaults={
+                "tenant": clar.tenant,
+                "job_id": job_id,
+                "channel": channel,
+                "status": status,
+                "nonce": _new_nonce(),
+            },
+        )
     return delivery
 
 
@@ -160,6 +184,10 @@ def handle_lease(lease: Lease) -> None:
         _escalate(lease, clar, attempt)
     except LeaseLost:
         log.info("lease on job %s was lost; another worker owns it now", job.pk)
+    except ClarificationClosed as closed:
+        with contextlib.suppress(LeaseLost):  # LeaseLost: the answer already finished the job
+            job_complete(tenant=None, job_id=job.pk, token=lease.token,
+                         result={"skipped": f"clarification {closed.state}"})
 
 
 def _valid_uuids(values: list[str]) -> list[str]:
