@@ -465,6 +465,13 @@ def main() -> int:
             f"machine busy: 1-min load average {load_start:.1f}→{load_end:.1f} on {cpus} CPUs "
             "(shared VM); absolute latencies are unreliable"
         )
+    # Closed loop (no think time): mean latency = clients / throughput (Little's law), so
+    # p99 < 200 ms at 32 clients needs well over 160 requests/s from the whole server.
+    little_ms = round(CLIENTS / total["per_second"] * 1000, 1) if total["per_second"] else None
+    notes.append(
+        f"closed loop: mean latency = clients / throughput = {little_ms} ms at "
+        f"{total['per_second']} req/s (a mean under 200 ms needs > {CLIENTS / 0.2:.0f} req/s)"
+    )
     if pools.exhausted:
         notes.append(
             f"pool ran out during the run (replaced by detail reads): {dict(pools.exhausted)}"
