@@ -659,6 +659,7 @@ def test_database_restart_503_while_down_and_recovery_without_app_restart(
     pg = ThrowawayPostgres(bindir)
     stub = RunningStub()
     server: _support.Gunicorn | None = None
+    cluster: QCluster | None = None
     try:
         pg.init()
         pg.start()
@@ -668,6 +669,7 @@ def test_database_restart_503_while_down_and_recovery_without_app_restart(
             SLACK_BOT_TOKEN=BOT_TOKEN,
             SLACK_API_URL=stub.stub.url,
             CLARIFY_CHANNELS="slack,inbox",
+            JOBS_DISPATCH="1",
         )
         if template is not None:
             pg.copy_from(template, "telha")
@@ -697,6 +699,8 @@ def test_database_restart_503_while_down_and_recovery_without_app_restart(
         assert server.proc is not None
         master = server.proc.pid
         workers_before = sorted(children(master))
+        cluster = QCluster(env, tmp_path / "qcluster.log")
+        cluster.start()
         port = server.port
         taps = iter(range(1, 1000))
 
@@ -795,6 +799,19 @@ def test_database_restart_503_while_down_and_recovery_without_app_restart(
         assert answer.status == 200 and answer.json()["outcome"] == "bound", answer
         tapped_reply = tap(0)
         assert tapped_reply.status == 200, tapped_reply
+        # The cluster lived through the outage too: the new clarification gets its card.
+        new_clarification = sub.json()["clarifications"][0]["id"]
+        deadline = time.monotonic() + 45
+        delivered = 0
+        while not delivered and time.monotonic() < deadline:
+            time.sleep(1.0)
+            with pg_connect(pg.server, "telha") as conn:
+                delivered = conn.execute(
+                    "SELECT count(*) FROM delivery_delivery WHERE clarification_id = %s",
+                    (new_clarification,),
+                ).fetchone()[0]
+        assert delivered, f"no delivery after the restart\n{tail(tmp_path / 'qcluster.log')}"
+        assert cluster.alive() and cluster.proc is not None
 
         assert server.proc.pid == master and server.proc.poll() is None
         assert sorted(children(master)) == workers_before, "a gunicorn worker was replaced"
@@ -813,6 +830,8 @@ def test_database_restart_503_while_down_and_recovery_without_app_restart(
     finally:
         if server is not None:
             server.stop()
+        if cluster is not None:
+            kill_group(cluster.proc)
         stub.stop()
         pg.cleanup()
 
