@@ -35,7 +35,12 @@ STATE_COLOURS: dict[str, str] = {
     State.EXPIRED: "#d97706",
     State.DEAD_LETTERED: "#4b5563",
 }
-SEVERITY_COLOURS: dict[str, str] = {"low": "#6b7280", "normal": "#2563eb", "high": "#d97706", "critical": "#dc2626"}
+SEVERITY_COLOURS: dict[str, str] = {
+    "low": "#6b7280",
+    "normal": "#2563eb",
+    "high": "#d97706",
+    "critical": "#dc2626",
+}
 
 
 def badge(text: str, colour: str) -> str:
@@ -61,8 +66,9 @@ class NeedsAttentionFilter(admin.SimpleListFilter):
 
 
 class OverrideForm(forms.Form):
-    answer_index = forms.TypedChoiceField(coerce=int, required=False, empty_value=None,
-                                          label="Choose a candidate")
+    answer_index = forms.TypedChoiceField(
+        coerce=int, required=False, empty_value=None, label="Choose a candidate"
+    )
     valid_from = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     valid_to = forms.DateField(required=False, widget=forms.DateInput(attrs={"type": "date"}))
     reason = forms.CharField(required=False, max_length=500)
@@ -95,9 +101,13 @@ def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
         **report,
         "responses": [{**r, "responseTx": iso(r["responseTx"])} for r in report["responses"]],
         "deliveryHistory": [
-            {**h, "at": iso(h["at"]),
-             "candidateName": names.get(str(h["candidate"]), "(erased)")
-             if h.get("candidate") else "steward"}
+            {
+                **h,
+                "at": iso(h["at"]),
+                "candidateName": names.get(str(h["candidate"]), "(erased)")
+                if h.get("candidate")
+                else "steward",
+            }
             for h in report["deliveryHistory"]
         ],
         "events": [
@@ -109,8 +119,14 @@ def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
 
 @admin.register(Clarification)
 class ClarificationAdmin(TenantScopedAdmin):
-    list_display = ("target_label", "kind", "severity_badge", "state_badge", "quorum_state",
-                    "created_at")
+    list_display = (
+        "target_label",
+        "kind",
+        "severity_badge",
+        "state_badge",
+        "quorum_state",
+        "created_at",
+    )
     list_filter = (NeedsAttentionFilter, "state", "severity", "kind")
     search_fields = ("target__versions__search_text",)
     ordering = ("-created_at",)
@@ -124,13 +140,15 @@ class ClarificationAdmin(TenantScopedAdmin):
             super()
             .get_queryset(request)
             .annotate(
-                target_properties=Subquery(current.values("properties")[:1],
-                                           output_field=JSONField())
+                target_properties=Subquery(
+                    current.values("properties")[:1], output_field=JSONField()
+                )
             )
         )
 
-    def get_search_results(self, request: HttpRequest, queryset: QuerySet, search_term: str
-                           ) -> tuple[QuerySet, bool]:
+    def get_search_results(
+        self, request: HttpRequest, queryset: QuerySet, search_term: str
+    ) -> tuple[QuerySet, bool]:
         qs, duplicates = super().get_search_results(request, queryset, search_term)
         person = steward_of(request)
         if search_term and person is not None:
@@ -173,7 +191,9 @@ class ClarificationAdmin(TenantScopedAdmin):
     def digest_view(self, request: HttpRequest) -> HttpResponse:
         """Dead-lettered clarifications with their per-candidate reason codes."""
         clarifications = list(
-            self.get_queryset(request).filter(state=State.DEAD_LETTERED).order_by("-updated_at")[:200]
+            self.get_queryset(request)
+            .filter(state=State.DEAD_LETTERED)
+            .order_by("-updated_at")[:200]
         )
         events = {
             e.clarification_id: e
@@ -182,16 +202,30 @@ class ClarificationAdmin(TenantScopedAdmin):
             ).order_by("at")
         }
         rows = [
-            {"clarification": c, "name": self.target_label(c),
-             "reasons": (events[c.pk].detail.get("skipReasons", []) if c.pk in events else [])}
+            {
+                "clarification": c,
+                "name": self.target_label(c),
+                "reasons": (events[c.pk].detail.get("skipReasons", []) if c.pk in events else []),
+            }
             for c in clarifications
         ]
-        return render(request, "admin/clarify/digest.html",
-                      {**self.admin_site.each_context(request), "rows": rows,
-                       "title": "Steward digest: dead-lettered clarifications"})
+        return render(
+            request,
+            "admin/clarify/digest.html",
+            {
+                **self.admin_site.each_context(request),
+                "rows": rows,
+                "title": "Steward digest: dead-lettered clarifications",
+            },
+        )
 
-    def change_view(self, request: HttpRequest, object_id: str, form_url: str = "",
-                    extra_context: dict[str, Any] | None = None) -> HttpResponse:
+    def change_view(
+        self,
+        request: HttpRequest,
+        object_id: str,
+        form_url: str = "",
+        extra_context: dict[str, Any] | None = None,
+    ) -> HttpResponse:
         clar = self.get_object(request, object_id)
         steward = steward_of(request)
         if clar is None or steward is None:
@@ -204,10 +238,15 @@ class ClarificationAdmin(TenantScopedAdmin):
         report = _display_report(clarification_detail(clar), clar.tenant)
         versions = NodeVersion.objects.filter(node_id=clar.target_id).order_by("tx_from")
         timeline = [
-            {"seq": v.seq, "valid": f"{iso(v.valid_from)} → {iso(v.valid_to)}",
-             "recorded": f"{iso(v.tx_from)} → {iso(v.tx_to)}", "confidence": v.confidence,
-             "evidence": v.evidence_class, "pending": v.pending,
-             "bound": v.tx_from == clar.fact_version_tx}
+            {
+                "seq": v.seq,
+                "valid": f"{iso(v.valid_from)} → {iso(v.valid_to)}",
+                "recorded": f"{iso(v.tx_from)} → {iso(v.tx_to)}",
+                "confidence": v.confidence,
+                "evidence": v.evidence_class,
+                "pending": v.pending,
+                "bound": v.tx_from == clar.fact_version_tx,
+            }
             for v in versions
         ]
         span = ""
@@ -234,16 +273,19 @@ class ClarificationAdmin(TenantScopedAdmin):
             "state_badge": self.state_badge(clar),
             "severity_badge": self.severity_badge(clar),
             "can_override": clar.state != State.ANSWERED
-            and (clar.state == State.CONFLICTED
-                 or bool(clar.quorum_policy.get("allowStewardOverride"))),
+            and (
+                clar.state == State.CONFLICTED
+                or bool(clar.quorum_policy.get("allowStewardOverride"))
+            ),
             **(extra_context or {}),
         }
         return render(request, self.change_form_template, context)
 
     def _act(self, request: HttpRequest, clar: Clarification, steward: Person) -> None:
         action = request.POST.get("action")
-        caller = AnswerCaller(tenant=clar.tenant, clarify_service=False, person_id=steward.pk,
-                              rights=Rights.STEWARD)
+        caller = AnswerCaller(
+            tenant=clar.tenant, clarify_service=False, person_id=steward.pk, rights=Rights.STEWARD
+        )
         try:
             if action == "override":
                 form = OverrideForm(request.POST, clarification=clar)
@@ -253,37 +295,51 @@ class ClarificationAdmin(TenantScopedAdmin):
                 data = form.cleaned_data
                 custom = None
                 if data["answer_index"] is None:
-                    custom = {"validFrom": _date_us(data["valid_from"]),
-                              "validTo": _date_us(data["valid_to"]),
-                              "sourceText": data["reason"] or None}
+                    custom = {
+                        "validFrom": _date_us(data["valid_from"]),
+                        "validTo": _date_us(data["valid_to"]),
+                        "sourceText": data["reason"] or None,
+                    }
                 result = clarification_answer(
-                    caller=caller, clarification_id=clar.pk,
-                    answer=AnswerInput(answer_index=data["answer_index"], answer_custom=custom,
-                                       steward_override=True, channel="admin"),
+                    caller=caller,
+                    clarification_id=clar.pk,
+                    answer=AnswerInput(
+                        answer_index=data["answer_index"],
+                        answer_custom=custom,
+                        steward_override=True,
+                        channel="admin",
+                    ),
                 )
                 if data["reason"]:
-                    audit_event_append(tenant=clar.tenant, clarification=clar,
-                                       type="override_reason",
-                                       detail={"by": str(steward.pk), "reason": data["reason"]})
+                    audit_event_append(
+                        tenant=clar.tenant,
+                        clarification=clar,
+                        type="override_reason",
+                        detail={"by": str(steward.pk), "reason": data["reason"]},
+                    )
                 messages.success(request, f"Override recorded: {result.body['outcome']}.")
             elif action == "confirm":
                 record = ResponseRecord.objects.get(
-                    clarification=clar, pk=request.POST.get("response_id", ""),
+                    clarification=clar,
+                    pk=request.POST.get("response_id", ""),
                     binding_status=BindingStatus.ATTESTATION,
                 )
                 custom = None
                 if record.answer_index is None:
                     custom = {"validFrom": record.interval_from, "validTo": record.interval_to}
                 result = clarification_answer(
-                    caller=caller, clarification_id=clar.pk,
-                    answer=AnswerInput(answer_index=record.answer_index, answer_custom=custom,
-                                       channel="admin"),
+                    caller=caller,
+                    clarification_id=clar.pk,
+                    answer=AnswerInput(
+                        answer_index=record.answer_index, answer_custom=custom, channel="admin"
+                    ),
                 )
                 messages.success(request, f"Attestation confirmed: {result.body['outcome']}.")
             elif action == "reask":
                 ids = request.POST.getlist("ranking")
-                ranking = list(Person.objects.filter(tenant=clar.tenant, pk__in=ids,
-                                                     erased_at__isnull=True))
+                ranking = list(
+                    Person.objects.filter(tenant=clar.tenant, pk__in=ids, erased_at__isnull=True)
+                )
                 ranking.sort(key=lambda p: ids.index(str(p.pk)))
                 if not ranking:
                     messages.error(request, "Choose at least one person to ask.")
@@ -291,13 +347,20 @@ class ClarificationAdmin(TenantScopedAdmin):
                 clarification_reask(clarification=clar, ranking=ranking, actor=steward)
                 messages.success(request, "Delivery re-enqueued for the new candidates.")
             elif action == "erase":
-                person = Person.objects.get(tenant=clar.tenant, pk=request.POST.get("person_id", ""))
+                person = Person.objects.get(
+                    tenant=clar.tenant, pk=request.POST.get("person_id", "")
+                )
                 n = erase_person_attribution(tenant=clar.tenant, person=person)
                 messages.success(request, f"Attribution erased on {n} clarification(s).")
             else:
                 messages.error(request, "Unknown action.")
-        except (ResponseRecord.DoesNotExist, Person.DoesNotExist, ValueError,
-                ValidationError, TimeParseError):
+        except (
+            ResponseRecord.DoesNotExist,
+            Person.DoesNotExist,
+            ValueError,
+            ValidationError,
+            TimeParseError,
+        ):
             messages.error(request, "That record does not exist in this clarification.")
         except DomainError as exc:
             messages.error(request, f"Refused ({exc.code}): {exc.detail}")
@@ -306,8 +369,13 @@ class ClarificationAdmin(TenantScopedAdmin):
 class ClarifyPolicyForm(forms.ModelForm):
     class Meta:
         model = ClarifyPolicy
-        fields = ("severity_elevate", "quorum_enabled", "critical_required_confirmations",
-                  "required_roles", "allow_steward_override")
+        fields = (
+            "severity_elevate",
+            "quorum_enabled",
+            "critical_required_confirmations",
+            "required_roles",
+            "allow_steward_override",
+        )
 
     def clean_severity_elevate(self) -> Any:
         value = self.cleaned_data.get("severity_elevate")
@@ -337,18 +405,26 @@ class ClarifyPolicyAdmin(TenantScopedAdmin):
 
     editable = True
     form = ClarifyPolicyForm
-    list_display = ("tenant", "quorum_enabled", "critical_required_confirmations",
-                    "allow_steward_override", "updated_at")
+    list_display = (
+        "tenant",
+        "quorum_enabled",
+        "critical_required_confirmations",
+        "allow_steward_override",
+        "updated_at",
+    )
 
     def has_add_permission(self, request: HttpRequest) -> bool:
         person = steward_of(request)
-        return person is not None and not ClarifyPolicy.objects.filter(tenant=person.tenant).exists()
+        return (
+            person is not None and not ClarifyPolicy.objects.filter(tenant=person.tenant).exists()
+        )
 
     def save_model(self, request: HttpRequest, obj: ClarifyPolicy, form: Any, change: bool) -> None:
         steward = steward_of(request)
         assert steward is not None
         clarify_policy_update(
-            tenant=steward.tenant, actor=steward,
+            tenant=steward.tenant,
+            actor=steward,
             **{f: form.cleaned_data.get(f) for f in ClarifyPolicyForm.Meta.fields},
         )
         obj.tenant = steward.tenant

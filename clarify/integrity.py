@@ -10,27 +10,46 @@ from delivery.models import Delivery, NonceState
 from telha.graph.models import NodeVersion
 from telha.jobs.models import Job, JobStatus
 
-from .models import BindingStatus, Clarification, ClarificationBinding, QuorumState, ResponseRecord, State
+from .models import (
+    BindingStatus,
+    Clarification,
+    ClarificationBinding,
+    QuorumState,
+    ResponseRecord,
+    State,
+)
 
 
 def check_versions() -> Iterator[str]:
     """One current version per node; per node, transaction intervals chain without gaps."""
-    for row in (NodeVersion.objects.filter(tx_to__isnull=True).values("node_id")
-                .annotate(n=Count("id")).filter(n__gt=1)):
+    for row in (
+        NodeVersion.objects.filter(tx_to__isnull=True)
+        .values("node_id")
+        .annotate(n=Count("id"))
+        .filter(n__gt=1)
+    ):
         yield f"node {row['node_id']} has {row['n']} current versions"
     previous: dict[Any, NodeVersion] = {}
-    for v in NodeVersion.objects.order_by("node_id", "tx_from").only(
-            "node_id", "seq", "tx_from", "tx_to").iterator(chunk_size=2000):
+    for v in (
+        NodeVersion.objects.order_by("node_id", "tx_from")
+        .only("node_id", "seq", "tx_from", "tx_to")
+        .iterator(chunk_size=2000)
+    ):
         prev = previous.get(v.node_id)
         if prev is not None and prev.tx_to != v.tx_from:
-            yield f"node {v.node_id}: version {prev.seq} ends at {prev.tx_to}, next starts at {v.tx_from}"
+            yield (
+                f"node {v.node_id}: version {prev.seq} ends at {prev.tx_to}, "
+                f"next starts at {v.tx_from}"
+            )
         previous = {v.node_id: v}
 
 
 def check_bindings() -> Iterator[str]:
     """answered ⇔ one binding with factVersionTx; bound responses only where bound."""
     bound_ids = set(ClarificationBinding.objects.values_list("clarification_id", flat=True))
-    for clar in Clarification.objects.only("id", "state", "fact_version_tx", "target_id").iterator():
+    for clar in Clarification.objects.only(
+        "id", "state", "fact_version_tx", "target_id"
+    ).iterator():
         has = clar.pk in bound_ids
         if clar.state == State.ANSWERED and (not has or clar.fact_version_tx is None):
             yield f"clarification {clar.pk} is answered without a binding"
@@ -42,8 +61,12 @@ def check_bindings() -> Iterator[str]:
         if b.clarification.fact_version_tx != b.node_version.tx_from:
             yield f"binding of {b.clarification_id} disagrees with factVersionTx"
     counted = Q(binding_status__in=[BindingStatus.BOUND, BindingStatus.STEWARD_OVERRIDE])
-    for row in (ResponseRecord.objects.filter(counted).exclude(clarification__state=State.ANSWERED)
-                .values("clarification_id").distinct()):
+    for row in (
+        ResponseRecord.objects.filter(counted)
+        .exclude(clarification__state=State.ANSWERED)
+        .values("clarification_id")
+        .distinct()
+    ):
         yield f"clarification {row['clarification_id']} has bound responses but is not answered"
 
 
@@ -55,9 +78,11 @@ def check_states() -> Iterator[str]:
     )
     for clar in bad:
         yield f"clarification {clar.pk}: state {clar.state} with quorum {clar.quorum_state}"
-    for row in (ResponseRecord.objects.values("clarification_id")
-                .annotate(n=Count("id"), top=Count("seq", distinct=True))
-                .filter(~Q(n=F("top")))):
+    for row in (
+        ResponseRecord.objects.values("clarification_id")
+        .annotate(n=Count("id"), top=Count("seq", distinct=True))
+        .filter(~Q(n=F("top")))
+    ):
         yield f"clarification {row['clarification_id']} has duplicate response sequence numbers"
 
 
@@ -65,16 +90,22 @@ def check_jobs() -> Iterator[str]:
     for job in Job.objects.filter(attempts__gt=F("max_attempts")):
         yield f"job {job.pk} has {job.attempts} attempts of {job.max_attempts}"
     for job in Job.objects.filter(status=JobStatus.LEASED).filter(
-            Q(lease_token__isnull=True) | Q(lease_expires_at__isnull=True)):
+        Q(lease_token__isnull=True) | Q(lease_expires_at__isnull=True)
+    ):
         yield f"job {job.pk} is leased without a token or expiry"
-    dead = Job.objects.filter(kind="clarify:temporal", status=JobStatus.DEAD).values_list("subject", flat=True)
+    dead = Job.objects.filter(kind="clarify:temporal", status=JobStatus.DEAD).values_list(
+        "subject", flat=True
+    )
     for clar in Clarification.objects.filter(pk__in=list(dead)).exclude(
-            state__in=[State.DEAD_LETTERED, State.ANSWERED, State.CONFLICTED]):
+        state__in=[State.DEAD_LETTERED, State.ANSWERED, State.CONFLICTED]
+    ):
         yield f"clarification {clar.pk} is {clar.state} but its routing job is dead"
 
 
 def check_nonces() -> Iterator[str]:
-    for d in Delivery.objects.filter(nonce_state=NonceState.ACTIVE, clarification__state=State.ANSWERED):
+    for d in Delivery.objects.filter(
+        nonce_state=NonceState.ACTIVE, clarification__state=State.ANSWERED
+    ):
         yield f"delivery {d.pk} keeps an active nonce on an answered clarification"
 
 

@@ -50,9 +50,7 @@ def plan_ambiguities(
             errors.append({"path": f"{path}.nodeRef", "message": "a PERSON node is not a fact"})
             ok = False
         elif ref in seen_nodes:
-            errors.append(
-                {"path": f"{path}.nodeRef", "message": "at most one ambiguity per node"}
-            )
+            errors.append({"path": f"{path}.nodeRef", "message": "at most one ambiguity per node"})
             ok = False
         seen_nodes.add(ref)
         if not amb["candidates"]:

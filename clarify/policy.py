@@ -1,4 +1,4 @@
-"""Severity and quorum policy (spec §3.7–§3.8, §5, §8; architecture page).
+"""Severity and quorum policy (spec §3.7 to §3.8, §5, §8; architecture page).
 
 Environment values (settings.CLARIFY) are the defaults; a tenant's `ClarifyPolicy` row
 overrides them field by field. The quorum policy is pinned on each clarification when it
@@ -56,9 +56,7 @@ def policy_for(tenant: Tenant) -> EffectivePolicy:
         ),
         required_roles=[r for r in roles if r in Rights.values] or [Rights.EDITOR.value],
         allow_steward_override=bool(
-            pick(
-                row.allow_steward_override if row else None, conf["QUORUM_ALLOW_STEWARD_OVERRIDE"]
-            )
+            pick(row.allow_steward_override if row else None, conf["QUORUM_ALLOW_STEWARD_OVERRIDE"])
         ),
     )
 

@@ -43,9 +43,9 @@ def describe_answer(clar: Clarification, r: ResponseRecord) -> str:
 
 def delivery_history(clar: Clarification) -> list[dict[str, Any]]:
     """Each job attempt → the candidate asked, send or skip with reason code, nonce state."""
-    events = AuditEvent.objects.filter(
-        clarification=clar, type__in=DELIVERY_EVENT_TYPES
-    ).order_by("at", "id")
+    events = AuditEvent.objects.filter(clarification=clar, type__in=DELIVERY_EVENT_TYPES).order_by(
+        "at", "id"
+    )
     return [
         {
             "at": e.at,
@@ -90,8 +90,12 @@ def clarification_detail(clar: Clarification) -> dict[str, Any]:
             for r in responses
         ],
         "job": (
-            {"id": job.pk, "status": job.status, "attempts": job.attempts,
-             "maxAttempts": job.max_attempts}
+            {
+                "id": job.pk,
+                "status": job.status,
+                "attempts": job.attempts,
+                "maxAttempts": job.max_attempts,
+            }
             if job
             else None
         ),

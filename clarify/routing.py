@@ -51,8 +51,9 @@ def on_window_expired(job: Job) -> None:
     attempt = job.attempts - 1
     if clar is None or clar.state in (State.ANSWERED, State.CONFLICTED, State.DEAD_LETTERED):
         return
-    if AuditEvent.objects.filter(clarification=clar, type="window_expired",
-                                 detail__attempt=attempt).exists():
+    if AuditEvent.objects.filter(
+        clarification=clar, type="window_expired", detail__attempt=attempt
+    ).exists():
         return
     audit_event_append(
         tenant=clar.tenant,
@@ -79,16 +80,24 @@ def on_retry(job: Job) -> None:
         return
     clar = _clarification(job)
     attempt = job.attempts - 1
-    if clar is None or AuditEvent.objects.filter(
-        clarification=clar, type__in=("skipped", "delivery_failed"), detail__attempt=attempt
-    ).exists():
+    if (
+        clar is None
+        or AuditEvent.objects.filter(
+            clarification=clar, type__in=("skipped", "delivery_failed"), detail__attempt=attempt
+        ).exists()
+    ):
         return  # the in-process worker already audited this attempt
     audit_event_append(
         tenant=clar.tenant,
         clarification=clar,
         type="delivery_failed" if reason == "DELIVERY_FAILED" else "skipped",
-        detail={"attempt": job.attempts - 1, "candidate": candidate_for_attempt(job, job.attempts - 1),
-                "reason": reason, "via": "jobs protocol", "detail": detail.strip()[:300]},
+        detail={
+            "attempt": job.attempts - 1,
+            "candidate": candidate_for_attempt(job, job.attempts - 1),
+            "reason": reason,
+            "via": "jobs protocol",
+            "detail": detail.strip()[:300],
+        },
     )
 
 
@@ -102,15 +111,22 @@ def on_attempt_start(job: Job) -> None:
         return
     clar.state = State.OPEN
     clar.save(update_fields=["state", "updated_at"])
-    audit_event_append(tenant=clar.tenant, clarification=clar, type="state_changed",
-                       detail={"from": State.EXPIRED, "to": State.OPEN, "attempt": job.attempts})
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type="state_changed",
+        detail={"from": State.EXPIRED, "to": State.OPEN, "attempt": job.attempts},
+    )
 
 
 def skip_reasons(clar: Clarification) -> list[dict[str, Any]]:
     """Every skip and failure reason recorded for this clarification, in order."""
     return [
-        {"attempt": e.detail.get("attempt"), "candidate": e.detail.get("candidate"),
-         "reason": e.detail.get("reason")}
+        {
+            "attempt": e.detail.get("attempt"),
+            "candidate": e.detail.get("candidate"),
+            "reason": e.detail.get("reason"),
+        }
         for e in AuditEvent.objects.filter(
             clarification=clar, type__in=("skipped", "delivery_failed")
         ).order_by("at", "id")

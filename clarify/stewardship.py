@@ -66,9 +66,15 @@ def clarification_reask(
         if person.tenant_id != clar.tenant_id:
             raise NotFound("No such person in this tenant.")
     Job.objects.filter(
-        kind=CLARIFY_JOB_KIND, subject=str(clar.pk), status__in=[JobStatus.PENDING, JobStatus.LEASED]
-    ).update(status=JobStatus.DONE, lease_token=None, lease_expires_at=None,
-             last_error="superseded by a re-ask")
+        kind=CLARIFY_JOB_KIND,
+        subject=str(clar.pk),
+        status__in=[JobStatus.PENDING, JobStatus.LEASED],
+    ).update(
+        status=JobStatus.DONE,
+        lease_token=None,
+        lease_expires_at=None,
+        last_error="superseded by a re-ask",
+    )
     Delivery.objects.filter(clarification=clar, nonce_state=NonceState.ACTIVE).update(
         nonce_state=NonceState.REVOKED
     )
@@ -79,7 +85,9 @@ def clarification_reask(
     clar.asked = ids
     clar.save(update_fields=["asked", "state", "updated_at"])
     audit_event_append(
-        tenant=clar.tenant, clarification=clar, type="reasked",
+        tenant=clar.tenant,
+        clarification=clar,
+        type="reasked",
         detail={"by": str(actor.pk), "ranking": ids, "from": previous_state, "to": clar.state},
     )
     return job_enqueue(
@@ -113,7 +121,8 @@ def clarify_policy_update(*, tenant: Tenant, actor: Person, **changes: Any) -> C
     policy.save()
     after = {f: getattr(policy, f) for f in POLICY_FIELDS}
     audit_event_append(
-        tenant=tenant, type="policy_changed",
+        tenant=tenant,
+        type="policy_changed",
         detail={"by": str(actor.pk), "before": before, "after": after},
     )
     return policy
@@ -130,8 +139,9 @@ def erase_person_attribution(*, tenant: Tenant, person: Person) -> int:
     pid = str(person.pk)
     changed = 0
     touched = set(
-        ResponseRecord.objects.filter(clarification__tenant=tenant, responder=person.pk)
-        .values_list("clarification_id", flat=True)
+        ResponseRecord.objects.filter(
+            clarification__tenant=tenant, responder=person.pk
+        ).values_list("clarification_id", flat=True)
     )
     touched |= set(
         Clarification.objects.filter(tenant=tenant, asked__icontains=pid).values_list(
@@ -154,7 +164,9 @@ def erase_person_attribution(*, tenant: Tenant, person: Person) -> int:
             if scrubbed != event.detail:
                 AuditEvent.objects.filter(pk=event.pk).update(detail=scrubbed)
         audit_event_append(
-            tenant=tenant, clarification=clar, type="attribution_erased",
+            tenant=tenant,
+            clarification=clar,
+            type="attribution_erased",
             detail={"responsesErased": len(roles), "rolesAtAnswerTime": sorted(set(roles))},
         )
         changed += 1
@@ -172,7 +184,9 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
     needles = {pid, person.email}
     aliases = list(PersonAlias.objects.filter(person=person).values_list("value", flat=True))
     needles |= set(aliases)
-    counts: dict[str, int] = {"clarifications": erase_person_attribution(tenant=tenant, person=person)}
+    counts: dict[str, int] = {
+        "clarifications": erase_person_attribution(tenant=tenant, person=person)
+    }
 
     jobs = 0
     for job in Job.objects.select_for_update().filter(tenant=tenant, payload__icontains=pid):
@@ -191,9 +205,9 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
     counts["chatIdentities"] = TeamsConversation.objects.filter(person=person).delete()[0]
     # Their chat history (questions asked, answers given to them) and uploader marks.
     counts["chatTurns"] = ChatTurn.objects.filter(person=person).delete()[0]
-    counts["documents"] = Document.objects.filter(
-        tenant=tenant, uploaded_by__icontains=pid
-    ).update(uploaded_by=ERASED)
+    counts["documents"] = Document.objects.filter(tenant=tenant, uploaded_by__icontains=pid).update(
+        uploaded_by=ERASED
+    )
     for event in AuditEvent.objects.filter(tenant=tenant):
         scrubbed = _scrub(event.detail, needles)
         if scrubbed != event.detail:
@@ -210,16 +224,32 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
         node.person = None
         node.key = f"erased:{uuid.uuid4()}"
         node.save(update_fields=["person", "key"])
-        node_version_write(node=node, labels=["PERSON"], properties={"erased": True},
-                           valid_from=None, valid_to=None, confidence=1.0, provenance={})
-    alias_keys = [f"{kind}:{value.lower()}" for kind, value in
-                  PersonAlias.objects.filter(person=person).values_list("kind", "value")]
+        node_version_write(
+            node=node,
+            labels=["PERSON"],
+            properties={"erased": True},
+            valid_from=None,
+            valid_to=None,
+            confidence=1.0,
+            provenance={},
+        )
+    alias_keys = [
+        f"{kind}:{value.lower()}"
+        for kind, value in PersonAlias.objects.filter(person=person).values_list("kind", "value")
+    ]
     for node in Node.objects.filter(tenant=tenant, source__isnull=True, key__in=alias_keys):
         NodeVersion.objects.filter(node=node).delete()
         node.key = f"erased:{uuid.uuid4()}"
         node.save(update_fields=["key"])
-        node_version_write(node=node, labels=["PERSON"], properties={"erased": True},
-                           valid_from=None, valid_to=None, confidence=1.0, provenance={})
+        node_version_write(
+            node=node,
+            labels=["PERSON"],
+            properties={"erased": True},
+            valid_from=None,
+            valid_to=None,
+            confidence=1.0,
+            provenance={},
+        )
 
     counts["aliases"] = PersonAlias.objects.filter(person=person).delete()[0]
     person.api_keys.all().delete()

@@ -61,9 +61,16 @@ def card_action_process(
     audited, never processed. The action log row records how it ended."""
     record: list[CardAction] = []
     outcome = _process(
-        channel=channel, actor=actor, clarification_id=clarification_id, nonce=nonce,
-        answer_index=answer_index, answer_custom=answer_custom, action_id=action_id,
-        message_ref=message_ref, actor_identity=actor_identity, record=record,
+        channel=channel,
+        actor=actor,
+        clarification_id=clarification_id,
+        nonce=nonce,
+        answer_index=answer_index,
+        answer_custom=answer_custom,
+        action_id=action_id,
+        message_ref=message_ref,
+        actor_identity=actor_identity,
+        record=record,
     )
     if record:
         CardAction.objects.filter(pk=record[0].pk).update(
@@ -95,25 +102,31 @@ def _process(
     if action_id:
         try:
             with transaction.atomic():
-                record.append(CardAction.objects.create(
-                    tenant=delivery.tenant if delivery else None,
-                    channel=channel,
-                    action_id=action_id[:200],
-                    delivery=delivery,
-                    outcome="received",
-                ))
+                record.append(
+                    CardAction.objects.create(
+                        tenant=delivery.tenant if delivery else None,
+                        channel=channel,
+                        action_id=action_id[:200],
+                        delivery=delivery,
+                        outcome="received",
+                    )
+                )
         except IntegrityError:
             return _drop(delivery, "REPLAYED_ACTION", channel, {"actionId": action_id[:200]})
     if delivery is None:
         return _drop(None, "UNKNOWN_NONCE", channel)
     if str(delivery.clarification_id) != str(clarification_id):
         return _drop(
-            delivery, "NONCE_CLARIFICATION_MISMATCH", channel,
+            delivery,
+            "NONCE_CLARIFICATION_MISMATCH",
+            channel,
             {"claimedClarification": str(clarification_id)[:64]},
         )
     if actor is None or actor.pk != delivery.person_id:
         return _drop(
-            delivery, "NOT_RECIPIENT", channel,
+            delivery,
+            "NOT_RECIPIENT",
+            channel,
             {"actor": str(actor.pk) if actor else None, "identity": actor_identity[:100]},
         )
     if delivery.nonce_state == NonceState.REVOKED:

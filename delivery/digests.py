@@ -34,12 +34,14 @@ def digests_flush(*, now: Any = None) -> int:
             items = list(
                 queued.select_for_update(of=("self",))
                 .filter(person_id=person_id)
-                .select_related("person__user", "clarification__source_version__source",
-                                "clarification__tenant")
+                .select_related(
+                    "person__user", "clarification__source_version__source", "clarification__tenant"
+                )
                 .order_by("created_at")
             )
             open_items = [
-                d for d in items
+                d
+                for d in items
                 if d.clarification.state not in (State.ANSWERED, State.CONFLICTED)
                 and d.nonce_state == NonceState.ACTIVE
             ]
@@ -52,10 +54,15 @@ def digests_flush(*, now: Any = None) -> int:
             route = route_for(person, aliases_for([person.pk]).get(str(person.pk), {}))
             if route is None:
                 continue
-            cards = [build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification))
-                     for d in open_items]
+            cards = [
+                build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification))
+                for d in open_items
+            ]
             if route.channel.name != "inbox":
-                cards = [gated_card(c, d.clarification)[0] for c, d in zip(cards, open_items, strict=True)]
+                cards = [
+                    gated_card(c, d.clarification)[0]
+                    for c, d in zip(cards, open_items, strict=True)
+                ]
             try:
                 ref = route.channel.send_digest(address=route.address, cards=cards)
             except DeliveryError:
@@ -65,10 +72,16 @@ def digests_flush(*, now: Any = None) -> int:
             )
             for d in open_items:
                 audit_event_append(
-                    tenant=d.tenant, clarification=d.clarification, type="delivered",
-                    detail={"attempt": d.attempt, "candidate": str(person.pk),
-                            "channel": route.channel.name, "digest": len(cards),
-                            "nonceState": d.nonce_state},
+                    tenant=d.tenant,
+                    clarification=d.clarification,
+                    type="delivered",
+                    detail={
+                        "attempt": d.attempt,
+                        "candidate": str(person.pk),
+                        "channel": route.channel.name,
+                        "digest": len(cards),
+                        "nonceState": d.nonce_state,
+                    },
                 )
             sent += 1
     return sent

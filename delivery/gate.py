@@ -27,9 +27,7 @@ def floor_check(clar: Clarification, people: Iterable[Person]) -> dict[Any, str 
     people = list(people)
     if not acl_parses(source.acl):
         return {p.pk: NO_READ_PERMISSION for p in people}
-    users = get_users_with_perms(
-        source, only_with_perms_in=["view_source"], with_group_users=True
-    )
+    users = get_users_with_perms(source, only_with_perms_in=["view_source"], with_group_users=True)
     readers = set(users.values_list("pk", flat=True)) if isinstance(users, QuerySet) else set()
     verdicts: dict[Any, str | None] = {}
     for person in people:

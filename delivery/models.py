@@ -100,7 +100,9 @@ class TeamsConversation(models.Model):
     through a verified alias (`teamsUserId` or `aadOid`)."""
 
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="teams_conversations")
-    person = models.OneToOneField(Person, on_delete=models.CASCADE, related_name="teams_conversation")
+    person = models.OneToOneField(
+        Person, on_delete=models.CASCADE, related_name="teams_conversation"
+    )
     conversation_id = models.CharField(max_length=500)
     service_url = models.URLField(max_length=500)
     teams_tenant_id = models.CharField(max_length=100, blank=True)
@@ -133,7 +135,8 @@ class ChatTurn(models.Model):
     class Meta:
         constraints = [
             models.CheckConstraint(
-                condition=models.Q(role="assistant") | models.Q(restriction_provenance__isnull=True),
+                condition=models.Q(role="assistant")
+                | models.Q(restriction_provenance__isnull=True),
                 name="chatturn_provenance_on_assistant_only",
             )
         ]

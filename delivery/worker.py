@@ -70,7 +70,12 @@ class ClarificationClosed(Exception):
 
 
 def _delivery_record(
-    clar: Clarification, person: Person, job_id: int, attempt: int, kind: str, channel: str,
+    clar: Clarification,
+    person: Person,
+    job_id: int,
+    attempt: int,
+    kind: str,
+    channel: str,
     status: str,
 ) -> Delivery:
     """The delivery row, created (with its nonce) before the send, or the existing one for
@@ -155,12 +160,21 @@ def handle_lease(lease: Lease) -> None:
         else None
     )
     if clar is None:
-        job_fail(tenant=None, job_id=job.pk, token=lease.token, retryable=False,
-                 reason="CLARIFICATION_MISSING")
+        job_fail(
+            tenant=None,
+            job_id=job.pk,
+            token=lease.token,
+            retryable=False,
+            reason="CLARIFICATION_MISSING",
+        )
         return
     if clar.state in (State.ANSWERED, State.CONFLICTED):
-        job_complete(tenant=None, job_id=job.pk, token=lease.token,
-                     result={"skipped": f"clarification {clar.state}"})
+        job_complete(
+            tenant=None,
+            job_id=job.pk,
+            token=lease.token,
+            result={"skipped": f"clarification {clar.state}"},
+        )
         return
     ranking: list[str] = [str(p) for p in payload.get("ranking") or []]
     people = {
@@ -186,8 +200,12 @@ def handle_lease(lease: Lease) -> None:
         log.info("lease on job %s was lost; another worker owns it now", job.pk)
     except ClarificationClosed as closed:
         with contextlib.suppress(LeaseLost):  # LeaseLost: the answer already finished the job
-            job_complete(tenant=None, job_id=job.pk, token=lease.token,
-                         result={"skipped": f"clarification {closed.state}"})
+            job_complete(
+                tenant=None,
+                job_id=job.pk,
+                token=lease.token,
+                result={"skipped": f"clarification {closed.state}"},
+            )
 
 
 def _valid_uuids(values: list[str]) -> list[str]:
@@ -231,29 +249,61 @@ def _ask(
         clar, person, lease.job.pk, attempt, DeliveryKind.QUESTION, route.channel.name, status
     )
     if digest:
-        _event(clar, "digested", attempt=attempt, candidate=str(person.pk),
-               channel=route.channel.name, reason=DIGESTED, nonceState=delivery.nonce_state)
+        _event(
+            clar,
+            "digested",
+            attempt=attempt,
+            candidate=str(person.pk),
+            channel=route.channel.name,
+            reason=DIGESTED,
+            nonceState=delivery.nonce_state,
+        )
         return
     card = build_card(clar, delivery.nonce, excerpt_for_chat(clar))
     if route.channel.name != "inbox":
         card, blocked = gated_card(card, clar)
         if blocked:
-            _event(clar, "restricted_content_blocked", attempt=attempt,
-                   channel=route.channel.name, reason=blocked)
+            _event(
+                clar,
+                "restricted_content_blocked",
+                attempt=attempt,
+                channel=route.channel.name,
+                reason=blocked,
+            )
     try:
         ref = _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
     except DeliveryError as exc:
         Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
-        _event(clar, "delivery_failed", attempt=attempt, candidate=str(person.pk),
-               channel=route.channel.name, reason=DELIVERY_FAILED, error=str(exc)[:300])
-        job_fail(tenant=None, job_id=lease.job.pk, token=lease.token, retryable=True,
-                 reason=DELIVERY_FAILED, detail=str(exc)[:300])
+        _event(
+            clar,
+            "delivery_failed",
+            attempt=attempt,
+            candidate=str(person.pk),
+            channel=route.channel.name,
+            reason=DELIVERY_FAILED,
+            error=str(exc)[:300],
+        )
+        job_fail(
+            tenant=None,
+            job_id=lease.job.pk,
+            token=lease.token,
+            retryable=True,
+            reason=DELIVERY_FAILED,
+            detail=str(exc)[:300],
+        )
         return
     Delivery.objects.filter(pk=delivery.pk).update(
         status=DeliveryStatus.SENT, message_ref=ref[:500], sent_at=timezone.now()
     )
-    _event(clar, "delivered", attempt=attempt, candidate=str(person.pk),
-           channel=route.channel.name, nonceState=delivery.nonce_state, messageRef=ref[:200])
+    _event(
+        clar,
+        "delivered",
+        attempt=attempt,
+        candidate=str(person.pk),
+        channel=route.channel.name,
+        nonceState=delivery.nonce_state,
+        messageRef=ref[:200],
+    )
     if clar.severity == Severity.HIGH and not _steward_notified(clar):
         # Once per clarification, at its first card (ranking[0] may have been skipped).
         _event(clar, "steward_notified", reason="high_severity")
@@ -282,29 +332,60 @@ def _escalate(lease: Lease, clar: Clarification, attempt: int) -> None:
         if route is None:
             continue
         delivery = _delivery_record(
-            clar, steward, lease.job.pk, attempt, DeliveryKind.ESCALATION, route.channel.name,
+            clar,
+            steward,
+            lease.job.pk,
+            attempt,
+            DeliveryKind.ESCALATION,
+            route.channel.name,
             DeliveryStatus.SENT,
         )
-        message = escalation if route.channel.name == "inbox" else gated_escalation(escalation, clar)
+        message = (
+            escalation if route.channel.name == "inbox" else gated_escalation(escalation, clar)
+        )
         try:
             ref = _send_with_retries(
-                lambda r=route, m=message: r.channel.send_escalation(address=r.address, escalation=m)
+                lambda r=route, m=message: r.channel.send_escalation(
+                    address=r.address, escalation=m
+                )
             )
         except DeliveryError as exc:
             Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
-            _event(clar, "delivery_failed", attempt=attempt, candidate=str(steward.pk),
-                   channel=route.channel.name, reason=DELIVERY_FAILED, error=str(exc)[:300])
+            _event(
+                clar,
+                "delivery_failed",
+                attempt=attempt,
+                candidate=str(steward.pk),
+                channel=route.channel.name,
+                reason=DELIVERY_FAILED,
+                error=str(exc)[:300],
+            )
             continue
         Delivery.objects.filter(pk=delivery.pk).update(
-            status=DeliveryStatus.SENT, message_ref=ref[:500], sent_at=timezone.now(),
+            status=DeliveryStatus.SENT,
+            message_ref=ref[:500],
+            sent_at=timezone.now(),
             redacted=True,
         )
         sent_to.append(str(steward.pk))
-    _event(clar, "escalated", attempt=attempt, candidate=None, stewards=sent_to,
-           skipReasons=reasons, reason=None if sent_to else NO_DELIVERY_ALIAS)
+    _event(
+        clar,
+        "escalated",
+        attempt=attempt,
+        candidate=None,
+        stewards=sent_to,
+        skipReasons=reasons,
+        reason=None if sent_to else NO_DELIVERY_ALIAS,
+    )
     if not sent_to:
-        job_fail(tenant=None, job_id=lease.job.pk, token=lease.token, retryable=False,
-                 reason=NO_DELIVERY_ALIAS, detail="no steward could be reached")
+        job_fail(
+            tenant=None,
+            job_id=lease.job.pk,
+            token=lease.token,
+            retryable=False,
+            reason=NO_DELIVERY_ALIAS,
+            detail="no steward could be reached",
+        )
 
 
 def close_nonces(clar: Clarification) -> None:

@@ -22,8 +22,10 @@ def _escape(value: object) -> str:
 
 
 def render_metrics() -> str:
-    lines = ["# HELP telha_clarifications Clarifications by state and severity.",
-             "# TYPE telha_clarifications gauge"]
+    lines = [
+        "# HELP telha_clarifications Clarifications by state and severity.",
+        "# TYPE telha_clarifications gauge",
+    ]
     for clar_row in (
         Clarification.objects.values("state", "severity").annotate(n=Count("id")).order_by()
     ):
@@ -31,8 +33,10 @@ def render_metrics() -> str:
             f'telha_clarifications{{state="{clar_row["state"]}",'
             f'severity="{clar_row["severity"]}"}} {clar_row["n"]}'
         )
-    lines += ["# HELP telha_delivery_events_total Deliveries, skips and failures by reason.",
-              "# TYPE telha_delivery_events_total counter"]
+    lines += [
+        "# HELP telha_delivery_events_total Deliveries, skips and failures by reason.",
+        "# TYPE telha_delivery_events_total counter",
+    ]
     events = (
         AuditEvent.objects.filter(type__in=DELIVERY_EVENTS)
         .values("type", "detail__reason")
@@ -51,8 +55,10 @@ def render_metrics() -> str:
             f'telha_jobs{{kind="{_escape(job_row["kind"])}",status="{job_row["status"]}"}} '
             f"{job_row['n']}"
         )
-    lines += ["# HELP telha_job_ready_age_seconds Age of the oldest ready job per kind.",
-              "# TYPE telha_job_ready_age_seconds gauge"]
+    lines += [
+        "# HELP telha_job_ready_age_seconds Age of the oldest ready job per kind.",
+        "# TYPE telha_job_ready_age_seconds gauge",
+    ]
     now = timezone.now()
     ready = (
         Job.objects.filter(status=JobStatus.PENDING, run_after__lte=now)
@@ -66,8 +72,10 @@ def render_metrics() -> str:
             f'telha_job_ready_age_seconds{{kind="{_escape(ready_row["kind"])}"}} {age:.3f}'
         )
     counts, total, seconds = ANSWER_LATENCY.snapshot()
-    lines += ["# HELP telha_answer_latency_seconds Answer endpoint latency (this process).",
-              "# TYPE telha_answer_latency_seconds histogram"]
+    lines += [
+        "# HELP telha_answer_latency_seconds Answer endpoint latency (this process).",
+        "# TYPE telha_answer_latency_seconds histogram",
+    ]
     for bound, count in zip(Histogram.BUCKETS, counts, strict=True):
         lines.append(f'telha_answer_latency_seconds_bucket{{le="{bound}"}} {count}')
     lines.append(f'telha_answer_latency_seconds_bucket{{le="+Inf"}} {total}')

@@ -10,14 +10,29 @@ WORKSPACE = {
     "name": "Acme Corp",
     "groups": ["legal", "finance"],
     "people": [
-        {"name": "Alice Author", "email": "alice@acme.test", "role": "editor",
-         "groups": ["legal"], "aliases": {"slackUserId": "U0ALICE", "aadOid": "oid-alice"}},
-        {"name": "Bob Named", "email": "bob@acme.test", "role": "editor", "groups": ["legal"],
-         "aliases": {"slackUserId": "U0BOB"}},
+        {
+            "name": "Alice Author",
+            "email": "alice@acme.test",
+            "role": "editor",
+            "groups": ["legal"],
+            "aliases": {"slackUserId": "U0ALICE", "aadOid": "oid-alice"},
+        },
+        {
+            "name": "Bob Named",
+            "email": "bob@acme.test",
+            "role": "editor",
+            "groups": ["legal"],
+            "aliases": {"slackUserId": "U0BOB"},
+        },
         {"name": "Olga Owner", "email": "olga@acme.test", "role": "editor", "groups": ["finance"]},
         {"name": "Vera Viewer", "email": "vera@acme.test", "role": "viewer", "groups": ["legal"]},
-        {"name": "Sam Steward", "email": "sam@acme.test", "role": "steward",
-         "groups": ["legal", "finance"], "password": "steward-pass-1"},
+        {
+            "name": "Sam Steward",
+            "email": "sam@acme.test",
+            "role": "steward",
+            "groups": ["legal", "finance"],
+            "password": "steward-pass-1",
+        },
     ],
 }
 

@@ -29,9 +29,7 @@ class StrictSerializer(serializers.Serializer):
     def to_internal_value(self, data: Any) -> Any:
         unknown: dict[str, list[str]] = {}
         if isinstance(data, dict):
-            unknown = {
-                str(k): ["Unknown field."] for k in data if k not in self.fields
-            }
+            unknown = {str(k): ["Unknown field."] for k in data if k not in self.fields}
         try:
             value = super().to_internal_value(data)
         except serializers.ValidationError as exc:

@@ -24,7 +24,8 @@ class SourceAdmin(TenantScopedAdmin):
     @admin.display(description="versions")
     def versions(self, obj: Source) -> str:
         return format_html_join(
-            "", "<div>{} — {} characters, sha256 {}…</div>",
+            "",
+            "<div>{} — {} characters, sha256 {}…</div>",
             ((iso(v.tx), len(v.text), v.content_hash[:12]) for v in obj.versions.all()),
         )
 
@@ -32,12 +33,31 @@ class SourceAdmin(TenantScopedAdmin):
 @admin.register(NodeVersion)
 class NodeVersionAdmin(TenantScopedAdmin):
     tenant_field = "node__tenant"
-    list_display = ("node", "seq", "label_list", "valid", "recorded", "confidence", "evidence_class", "pending")
+    list_display = (
+        "node",
+        "seq",
+        "label_list",
+        "valid",
+        "recorded",
+        "confidence",
+        "evidence_class",
+        "pending",
+    )
     list_filter = ("evidence_class", "pending")
     list_select_related = ("node",)
     search_fields = ("search_text",)
-    fields = ("node", "seq", "labels", "properties", "valid", "recorded", "confidence",
-              "provenance_text", "pending", "evidence_class")
+    fields = (
+        "node",
+        "seq",
+        "labels",
+        "properties",
+        "valid",
+        "recorded",
+        "confidence",
+        "provenance_text",
+        "pending",
+        "evidence_class",
+    )
     readonly_fields = fields
 
     @admin.display(description="labels")

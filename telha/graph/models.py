@@ -55,11 +55,17 @@ class SourceUserObjectPermission(UserObjectPermissionBase):
 
     content_object = models.ForeignKey(Source, on_delete=models.CASCADE)
 
+    def __str__(self) -> str:
+        return f"{self.user_id} may view {self.content_object_id}"
+
 
 class SourceGroupObjectPermission(GroupObjectPermissionBase):
     """Direct-FK guardian permission rows for groups."""
 
     content_object = models.ForeignKey(Source, on_delete=models.CASCADE)
+
+    def __str__(self) -> str:
+        return f"group {self.group_id} may view {self.content_object_id}"
 
 
 class SourceVersion(models.Model):
@@ -84,7 +90,9 @@ class SourceVersion(models.Model):
 class Span(models.Model):
     """A character range of a source version's canonical text."""
 
-    source_version = models.ForeignKey(SourceVersion, on_delete=models.CASCADE, related_name="spans")
+    source_version = models.ForeignKey(
+        SourceVersion, on_delete=models.CASCADE, related_name="spans"
+    )
     start = models.PositiveIntegerField()
     end = models.PositiveIntegerField()
 
@@ -93,8 +101,13 @@ class Span(models.Model):
             models.UniqueConstraint(
                 fields=["source_version", "start", "end"], name="span_unique_range"
             ),
-            models.CheckConstraint(condition=models.Q(end__gte=models.F("start")), name="span_order"),
+            models.CheckConstraint(
+                condition=models.Q(end__gte=models.F("start")), name="span_order"
+            ),
         ]
+
+    def __str__(self) -> str:
+        return f"[{self.start}, {self.end})"
 
     @property
     def text(self) -> str:
@@ -165,7 +178,9 @@ class NodeVersion(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["node"], condition=models.Q(tx_to__isnull=True), name="nodeversion_one_current"
+                fields=["node"],
+                condition=models.Q(tx_to__isnull=True),
+                name="nodeversion_one_current",
             ),
             models.UniqueConstraint(fields=["node", "seq"], name="nodeversion_unique_seq"),
             # Also the as-of index: tx_from <= T ORDER BY tx_from DESC LIMIT 1.
@@ -183,7 +198,9 @@ class NodeVersion(models.Model):
         ]
         indexes = [
             models.Index(
-                fields=["tx_from"], condition=models.Q(tx_to__isnull=True), name="nodeversion_current"
+                fields=["tx_from"],
+                condition=models.Q(tx_to__isnull=True),
+                name="nodeversion_current",
             )
         ]
         ordering = ["node", "seq"]

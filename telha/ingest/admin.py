@@ -43,21 +43,40 @@ class UploadForm(forms.Form):
 @admin.register(Document)
 class DocumentAdmin(TenantScopedAdmin):
     list_display = ("filename", "title", "size", "created_at", "job_status", "job_outcome")
-    fields = ("filename", "title", "size", "acl", "restriction", "uploaded_by", "created_at",
-              "job_status", "job_outcome")
+    fields = (
+        "filename",
+        "title",
+        "size",
+        "acl",
+        "restriction",
+        "uploaded_by",
+        "created_at",
+        "job_status",
+        "job_outcome",
+    )
     readonly_fields = fields
 
     def get_urls(self) -> list[Any]:
-        return [path("upload/", self.admin_site.admin_view(self.upload_view),
-                     name="ingest_document_upload"), *super().get_urls()]
+        return [
+            path(
+                "upload/",
+                self.admin_site.admin_view(self.upload_view),
+                name="ingest_document_upload",
+            ),
+            *super().get_urls(),
+        ]
 
     def get_queryset(self, request: HttpRequest) -> Any:
         # Each row's job comes along in the list query (no query per row).
         job = Job.objects.filter(pk=OuterRef("job_id"))
-        return super().get_queryset(request).annotate(
-            job_status_=Subquery(job.values("status")[:1]),
-            job_result_=Subquery(job.values("result")[:1], output_field=JSONField()),
-            job_error_=Subquery(job.values("last_error")[:1]),
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(
+                job_status_=Subquery(job.values("status")[:1]),
+                job_result_=Subquery(job.values("result")[:1], output_field=JSONField()),
+                job_error_=Subquery(job.values("last_error")[:1]),
+            )
         )
 
     def _job(self, obj: Document) -> Job | None:
@@ -67,8 +86,12 @@ class DocumentAdmin(TenantScopedAdmin):
             status = getattr(obj, "job_status_", None)
             if status is None:
                 return None
-            return Job(pk=obj.job_id, status=status, result=getattr(obj, "job_result_", None),
-                       last_error=getattr(obj, "job_error_", None) or "")
+            return Job(
+                pk=obj.job_id,
+                status=status,
+                result=getattr(obj, "job_result_", None),
+                last_error=getattr(obj, "job_error_", None) or "",
+            )
         return Job.objects.filter(pk=obj.job_id).first()
 
     @admin.display(description="job")
@@ -84,8 +107,10 @@ class DocumentAdmin(TenantScopedAdmin):
         if job.result:
             r = job.result
             kinds = ", ".join(f"{k} {v}" for k, v in (r.get("ambiguities") or {}).items())
-            return (f"{r.get('facts', 0)} facts, ambiguities: {kinds or 'none'}, "
-                    f"{r.get('opened', 0)} opened, {r.get('deduplicated', 0)} deduplicated")
+            return (
+                f"{r.get('facts', 0)} facts, ambiguities: {kinds or 'none'}, "
+                f"{r.get('opened', 0)} opened, {r.get('deduplicated', 0)} deduplicated"
+            )
         return job.last_error or "waiting for the worker"
 
     def upload_view(self, request: HttpRequest) -> HttpResponse:
@@ -95,14 +120,28 @@ class DocumentAdmin(TenantScopedAdmin):
         if request.method == "POST" and form.is_valid():
             upload = form.cleaned_data["file"]
             document = document_upload(
-                tenant=steward.tenant, filename=upload.name, content=upload, size=upload.size,
-                title=form.cleaned_data["title"], acl=form.cleaned_data["acl"],
+                tenant=steward.tenant,
+                filename=upload.name,
+                content=upload,
+                size=upload.size,
+                title=form.cleaned_data["title"],
+                acl=form.cleaned_data["acl"],
                 restriction=form.cleaned_data["restriction"] or None,
                 uploaded_by=f"steward:{steward.pk}",
             )
-            messages.success(request, f"Uploaded {document.filename}; job #{document.job_id} "
-                                      "will detect its ambiguities.")
+            messages.success(
+                request,
+                f"Uploaded {document.filename}; job #{document.job_id} "
+                "will detect its ambiguities.",
+            )
             return HttpResponseRedirect(reverse("admin:ingest_document_changelist"))
-        return render(request, "admin/ingest/upload.html",
-                      {**self.admin_site.each_context(request), "form": form,
-                       "title": "Upload a document", "opts": self.opts})
+        return render(
+            request,
+            "admin/ingest/upload.html",
+            {
+                **self.admin_site.each_context(request),
+                "form": form,
+                "title": "Upload a document",
+                "opts": self.opts,
+            },
+        )

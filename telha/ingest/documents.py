@@ -32,8 +32,14 @@ class IngestOutcome:
     error: str = ""
 
     def as_dict(self) -> dict[str, Any]:
-        return {"file": self.file, "facts": self.facts, "ambiguities": dict(self.ambiguities),
-                "opened": self.opened, "deduplicated": self.deduplicated, "error": self.error}
+        return {
+            "file": self.file,
+            "facts": self.facts,
+            "ambiguities": dict(self.ambiguities),
+            "opened": self.opened,
+            "deduplicated": self.deduplicated,
+            "error": self.error,
+        }
 
 
 def people_by_name(tenant: Tenant) -> dict[str, str]:
@@ -59,9 +65,18 @@ def ingest_file(
     reported in the outcome and write nothing."""
     outcome = IngestOutcome(file=file.name)
     try:
-        detection = detect(file, people_by_name=names if names is not None else people_by_name(tenant))
-        data = to_submission(detection, system=system, external_id=file.name, clarify=clarify,
-                             acl=acl, restriction=restriction, title=title)
+        detection = detect(
+            file, people_by_name=names if names is not None else people_by_name(tenant)
+        )
+        data = to_submission(
+            detection,
+            system=system,
+            external_id=file.name,
+            clarify=clarify,
+            acl=acl,
+            restriction=restriction,
+            title=title,
+        )
         shape = SubmissionInSerializer(data=data)
         if not shape.is_valid():
             raise SubmissionInvalid(flatten_errors(shape.errors))
@@ -95,14 +110,24 @@ def document_upload(
     uploaded_by: str = "",
 ) -> Document:
     """Store an uploaded file and enqueue its `ingest:document` job (same transaction)."""
-    document = Document(tenant=tenant, filename=filename[:255], size=size, title=title[:500],
-                        acl=acl or [], restriction=restriction or None,
-                        uploaded_by=uploaded_by[:200])
+    document = Document(
+        tenant=tenant,
+        filename=filename[:255],
+        size=size,
+        title=title[:500],
+        acl=acl or [],
+        restriction=restriction or None,
+        uploaded_by=uploaded_by[:200],
+    )
     document.file.save(filename[:100], content, save=False)
     document.save()
-    job = job_enqueue(tenant=tenant, kind=INGEST_DOCUMENT_KIND,
-                      payload={"v": 1, "documentId": str(document.pk)},
-                      priority=2, subject=str(document.pk))
+    job = job_enqueue(
+        tenant=tenant,
+        kind=INGEST_DOCUMENT_KIND,
+        payload={"v": 1, "documentId": str(document.pk)},
+        priority=2,
+        subject=str(document.pk),
+    )
     document.job_id = job.pk
     document.save(update_fields=["job_id"])
     from telha.jobs import dispatch
@@ -123,8 +148,13 @@ def handle_lease(lease: Lease) -> None:
     else:
         document = Document.objects.filter(pk=document_id, tenant=job.tenant_id).first()
     if document is None:
-        job_fail(tenant=None, job_id=job.pk, token=lease.token, retryable=False,
-                 reason="DOCUMENT_MISSING")
+        job_fail(
+            tenant=None,
+            job_id=job.pk,
+            token=lease.token,
+            retryable=False,
+            reason="DOCUMENT_MISSING",
+        )
         return
     clarify = bool((payload.get("options") or {}).get("clarify"))
     with document.file.open("rb") as fh:
@@ -139,8 +169,18 @@ def handle_lease(lease: Lease) -> None:
         title=document.title or None,
     )
     if outcome.error:
-        job_fail(tenant=None, job_id=job.pk, token=lease.token, retryable=False,
-                 reason="INGEST_FAILED", detail=outcome.error)
+        job_fail(
+            tenant=None,
+            job_id=job.pk,
+            token=lease.token,
+            retryable=False,
+            reason="INGEST_FAILED",
+            detail=outcome.error,
+        )
         return
-    job_complete(tenant=None, job_id=job.pk, token=lease.token,
-                 result={**outcome.as_dict(), "clarify": clarify})
+    job_complete(
+        tenant=None,
+        job_id=job.pk,
+        token=lease.token,
+        result={**outcome.as_dict(), "clarify": clarify},
+    )

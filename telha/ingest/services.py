@@ -148,9 +148,7 @@ def _person_node(*, tenant: Tenant, source: Source, node: dict[str, Any]) -> Nod
             )
         return graph_node
     if alias_key is not None:
-        graph_node, created = Node.objects.get_or_create(
-            tenant=tenant, source=None, key=alias_key
-        )
+        graph_node, created = Node.objects.get_or_create(tenant=tenant, source=None, key=alias_key)
     else:
         graph_node, created = Node.objects.get_or_create(
             tenant=tenant, source=source, key=node.get("key", f"person-{node['ref']}")
@@ -333,7 +331,15 @@ def _write_fact(
         current.confidence,
         current.pending,
         current.provenance,
-    ) == (node["labels"], node["properties"], valid_from, valid_to, confidence, pending, provenance):
+    ) == (
+        node["labels"],
+        node["properties"],
+        valid_from,
+        valid_to,
+        confidence,
+        pending,
+        provenance,
+    ):
         return
     node_version_write(
         node=graph_node,

@@ -9,10 +9,29 @@ from .models import Job
 
 @admin.register(Job)
 class JobAdmin(TenantScopedAdmin):
-    list_display = ("id", "kind", "status", "priority", "attempts", "max_attempts", "run_after",
-                    "last_error")
+    list_display = (
+        "id",
+        "kind",
+        "status",
+        "priority",
+        "attempts",
+        "max_attempts",
+        "run_after",
+        "last_error",
+    )
     list_filter = ("status", "kind")
-    fields = ("kind", "status", "priority", "attempts", "max_attempts", "run_after",
-              "lease_expires_at", "subject", "payload", "result", "last_error")
+    fields = (
+        "kind",
+        "status",
+        "priority",
+        "attempts",
+        "max_attempts",
+        "run_after",
+        "lease_expires_at",
+        "subject",
+        "payload",
+        "result",
+        "last_error",
+    )
     readonly_fields = fields
     show_full_result_count = False

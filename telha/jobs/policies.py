@@ -62,5 +62,5 @@ def backoff_seconds(kind: str, attempt: int, rng: random.Random | None = None) -
     capped, with downward jitter of up to 10% (never above the cap)."""
     policy = policy_for_kind(kind)
     exponent = max(0, attempt - 1)
-    delay = min(policy.backoff_cap_seconds, policy.backoff_base_seconds * (2**min(exponent, 32)))
+    delay = min(policy.backoff_cap_seconds, policy.backoff_base_seconds * (2 ** min(exponent, 32)))
     return delay * (1 - JITTER * (rng or random).random())

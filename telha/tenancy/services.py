@@ -174,12 +174,8 @@ def workspace_load(*, data: Any) -> WorkspaceLoadResult:
         person.groups.set(member_of)
         user.groups.set([g.auth_group for g in member_of])
         wanted = {AliasKind.EMAIL.value: email}
-        wanted.update(
-            {k: normalise_alias(k, v) for k, v in entry.get("aliases", {}).items()}
-        )
-        PersonAlias.objects.filter(person=person).exclude(
-            kind__in=list(wanted)
-        ).delete()
+        wanted.update({k: normalise_alias(k, v) for k, v in entry.get("aliases", {}).items()})
+        PersonAlias.objects.filter(person=person).exclude(kind__in=list(wanted)).delete()
         for kind, value in wanted.items():
             taken = PersonAlias.objects.filter(tenant=tenant, kind=kind, value=value).exclude(
                 person=person

@@ -30,8 +30,15 @@ class Command(BaseCommand):
             except TimeParseError as exc:
                 raise CommandError(f"--since: {exc}", returncode=2) from exc
         for e in events.iterator(chunk_size=2000):
-            self.stdout.write(json.dumps({
-                "at": e.at, "time": iso(e.at), "type": e.type,
-                "clarification": str(e.clarification_id) if e.clarification_id else None,
-                "detail": e.detail,
-            }, default=str))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "at": e.at,
+                        "time": iso(e.at),
+                        "type": e.type,
+                        "clarification": str(e.clarification_id) if e.clarification_id else None,
+                        "detail": e.detail,
+                    },
+                    default=str,
+                )
+            )

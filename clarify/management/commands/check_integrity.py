@@ -21,7 +21,9 @@ class Command(BaseCommand):
             self.stdout.write(json.dumps({"ok": total == 0, "violations": violations}))
         else:
             for name, found in violations.items():
-                self.stdout.write(f"{name:10} {'ok' if not found else f'{len(found)} violation(s)'}")
+                self.stdout.write(
+                    f"{name:10} {'ok' if not found else f'{len(found)} violation(s)'}"
+                )
                 for line in found[:50]:
                     self.stdout.write(f"  - {line}")
         if total:

@@ -13,8 +13,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 from clarify.models import Clarification, Severity, State
 from clarify.reports import clarification_detail, clarification_row
 from clarify.selectors import needs_steward_attention_q
-from clarify.stewardship import erase_person_attribution
 from clarify.services import AnswerCaller, AnswerInput, clarification_answer
+from clarify.stewardship import erase_person_attribution
 from telha.common.errors import DomainError
 from telha.common.times import TimeParseError, iso, parse_us
 from telha.tenancy.models import Person, Rights, Tenant
@@ -150,7 +150,9 @@ class Command(BaseCommand):
             for d in data["deliveryHistory"]
         ] or ["    (none)"]
         lines.append("  events:")
-        lines += [f"    {iso(e['at'])} {e['type']} {json.dumps(e['detail'])}" for e in data["events"]]
+        lines += [
+            f"    {iso(e['at'])} {e['type']} {json.dumps(e['detail'])}" for e in data["events"]
+        ]
         self.emit(opts, data, "\n".join(lines))
 
     def _answer(self, opts: dict[str, Any], override: bool) -> None:
@@ -184,7 +186,10 @@ class Command(BaseCommand):
         try:
             result = clarification_answer(
                 caller=AnswerCaller(
-                    tenant=clar.tenant, clarify_service=False, person_id=person.pk, rights=person.role
+                    tenant=clar.tenant,
+                    clarify_service=False,
+                    person_id=person.pk,
+                    rights=person.role,
                 ),
                 clarification_id=clar.pk,
                 answer=AnswerInput(

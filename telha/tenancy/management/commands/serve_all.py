@@ -23,8 +23,9 @@ class Command(BaseCommand):
         manage = [sys.executable, "manage.py"]
         env = {**os.environ}
         procs = [
-            subprocess.Popen([*manage, "runserver", f"{opts['host']}:{opts['port']}",
-                              "--noreload"], env=env),
+            subprocess.Popen(
+                [*manage, "runserver", f"{opts['host']}:{opts['port']}", "--noreload"], env=env
+            ),
             subprocess.Popen([*manage, "qcluster"], env=env),
         ]
         self.stdout.write(
