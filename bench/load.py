@@ -381,6 +381,24 @@ async def run_clients(
 # Report
 
 
+def server_cpu_seconds(server: _support.Gunicorn) -> float:
+    """CPU time (user + system) of the gunicorn master and its workers so far."""
+    if server.proc is None:
+        return 0.0
+    ticks = os.sysconf("SC_CLK_TCK")
+    total = 0.0
+    pids = [server.proc.pid]
+    for path in Path(f"/proc/{server.proc.pid}/task").glob("*/children"):
+        pids += [int(p) for p in path.read_text().split()]
+    for pid in pids:
+        try:
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        total += (int(fields[11]) + int(fields[12])) / ticks  # utime, stime
+    return total
+
+
 def table(rows: dict[str, dict[str, Any]], total: dict[str, Any]) -> str:
     head = (
         f"{'operation':<12} {'requests':>8} {'errors':>6} {'req/s':>7} {'p50 ms':>8} {'p99 ms':>8}"
@@ -440,7 +458,9 @@ def main() -> int:
             )
             pools.exhausted.clear()
             load_start = os.getloadavg()[0]
+            cpu_start = server_cpu_seconds(server)
             stats, elapsed = asyncio.run(run_clients(work, CLIENTS, SECONDS))
+            cpu_used = server_cpu_seconds(server) - cpu_start
             load_end = os.getloadavg()[0]
             describe = server.describe
         checks = verify(ctx)
@@ -472,6 +492,11 @@ def main() -> int:
         f"closed loop: mean latency = clients / throughput = {little_ms} ms at "
         f"{total['per_second']} req/s (a mean under 200 ms needs > {CLIENTS / 0.2:.0f} req/s)"
     )
+    cpu_ms = round(cpu_used * 1000 / total["requests"], 1) if total["requests"] else None
+    notes.append(
+        f"gunicorn CPU: {cpu_ms} ms per counted request ({cpu_used:.1f}s over the run; "
+        "PostgreSQL's and the clients' CPU come on top)"
+    )
     if pools.exhausted:
         notes.append(
             f"pool ran out during the run (replaced by detail reads): {dict(pools.exhausted)}"
@@ -493,6 +518,11 @@ def main() -> int:
             "cpus": cpus,
             "load_before": round(load_before, 2),
             "load_during": [round(load_start, 2), round(load_end, 2)],
+        },
+        "server_cpu": {
+            "seconds": round(cpu_used, 1),
+            "ms_per_request": cpu_ms,
+            "note": "gunicorn processes only (PostgreSQL and the clients are extra)",
         },
         "pool_seconds": round(pools.seconds, 1),
         "notes": notes,
