@@ -6,7 +6,7 @@ STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
 
-.PHONY: run test lint bench venv demo clean
+.PHONY: run test fuzz lint bench venv demo clean
 
 venv: $(STAMP)
 
@@ -26,6 +26,11 @@ run: venv
 ## The whole test suite (honours DATABASE_URL; .ci/run points it at PostgreSQL).
 test: venv
 	$(BIN)/python -m pytest $(PYTEST_ARGS)
+
+## The schemathesis run of tests/test_fuzz_api.py, deeper: 500 examples per operation and
+## kind of caller (`make test` runs 25, derandomized). FUZZ_EXAMPLES=N to choose.
+fuzz: venv
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-500} $(BIN)/python -m pytest tests/test_fuzz_api.py -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -111,7 +111,7 @@ def _serial_probe(ctx: _support.BenchContext, clar_ids: list[str]) -> dict[str, 
     from django.test.utils import CaptureQueriesContext
 
     from clarify.models import Clarification
-    from clarify.selectors import readable_clarifications
+    from clarify.selectors import readable_clarification_q
     from telha.tenancy.auth import caller_for_key
     from telha.tenancy.models import ApiKey
     from telha.tenancy.services import hash_key
@@ -152,8 +152,7 @@ def _serial_probe(ctx: _support.BenchContext, clar_ids: list[str]) -> dict[str, 
     tenant_clars = Clarification.objects.filter(tenant=caller.tenant)
 
     def guarded() -> None:
-        readable = readable_clarifications(caller)
-        tenant_clars.filter(pk__in=readable.values("pk")).filter(pk=last).first()
+        tenant_clars.filter(readable_clarification_q(caller)).filter(pk=last).first()
 
     def plain() -> None:
         tenant_clars.filter(pk=last).first()

@@ -5,7 +5,10 @@ Response records and audit events are append-only; only a response's `binding_st
 is ever re-marked (to `bound` when it counted toward the binding).
 """
 
+import logging
 import uuid
+from collections.abc import Iterable
+from typing import Any, TypeVar
 
 from django.db import models
 
@@ -33,7 +36,12 @@ class Severity(models.TextChoices):
         return _SEVERITY_RANK[value]
 
 
-_SEVERITY_RANK: dict[str, int] = {Severity.LOW: 0, Severity.NORMAL: 1, Severity.HIGH: 2, Severity.CRITICAL: 3}
+_SEVERITY_RANK: dict[str, int] = {
+    Severity.LOW: 0,
+    Severity.NORMAL: 1,
+    Severity.HIGH: 2,
+    Severity.CRITICAL: 3,
+}
 
 
 class State(models.TextChoices):
@@ -189,6 +197,26 @@ class ClarificationBinding(models.Model):
         return f"binding of {self.clarification_id}"
 
 
+audit_log = logging.getLogger("clarify.audit")
+
+
+def _log_appended(events: Iterable["AuditEvent"]) -> None:
+    """Every appended audit event is also a log line, so it carries the current request
+    id: the submission's, the worker's (restored from its job) or the answer's."""
+    for event in events:
+        audit_log.info("audit %s clarification=%s", event.type, event.clarification_id or "-")
+
+
+_Event = TypeVar("_Event", bound="AuditEvent")
+
+
+class AuditEventQuerySet(models.QuerySet[_Event]):
+    def bulk_create(self, objs: Iterable[_Event], *args: Any, **kwargs: Any) -> list[_Event]:
+        created = super().bulk_create(objs, *args, **kwargs)
+        _log_appended(created)
+        return created
+
+
 class AuditEvent(models.Model):
     """An append-only audit event: deliveries, skips (with reason codes), answers,
     attestations, quorum transitions, conflicts, steward notifications, overrides,
@@ -202,6 +230,8 @@ class AuditEvent(models.Model):
     type = models.CharField(max_length=40)
     detail = models.JSONField(default=dict)
 
+    objects = AuditEventQuerySet.as_manager()
+
     class Meta:
         indexes = [
             models.Index(fields=["clarification", "at"]),
@@ -211,3 +241,9 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} @ {self.at}"
+
+    def save(self, *args: Any, **kwargs: Any) -> None:
+        adding = self._state.adding
+        super().save(*args, **kwargs)
+        if adding:
+            _log_appended([self])

@@ -6,7 +6,7 @@ from typing import Any
 from django.db.models import Q, QuerySet
 
 from telha.graph.models import NodeVersion
-from telha.graph.selectors import readable_sources
+from telha.graph.selectors import source_readable_q
 from telha.tenancy.auth import Caller
 
 from .models import Clarification, Severity, State
@@ -15,12 +15,20 @@ ATTENTION_ALWAYS = (State.CONFLICTED, State.EXPIRED, State.DEAD_LETTERED)
 ATTENTION_IF_SEVERE = (State.OPEN, State.ATTESTED, State.PARTIALLY_CONFIRMED)
 
 
+def readable_clarification_q(caller: Caller) -> Q | None:
+    """The filter on `Clarification` (within the caller's tenant) to what the caller may
+    read, or None when the caller reads the whole tenant: a single `EXISTS` over the
+    source permission rows (telha.graph.selectors.source_readable_q)."""
+    if caller.sees_whole_tenant:
+        return None
+    return source_readable_q(caller.user, source="target__source")
+
+
 def readable_clarifications(caller: Caller) -> QuerySet[Clarification]:
     """Clarifications of the caller's tenant about facts from sources the caller may read."""
     qs = Clarification.objects.filter(tenant=caller.tenant)
-    if caller.sees_whole_tenant:
-        return qs
-    return qs.filter(target__source__in=readable_sources(caller))
+    readable = readable_clarification_q(caller)
+    return qs if readable is None else qs.filter(readable)
 
 
 def needs_steward_attention_q() -> Q:

@@ -5,18 +5,19 @@ its audit events, and schedules side effects with `transaction.on_commit`.
 """
 
 import uuid
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.db.models import QuerySet
 
 from telha.common.errors import NotFound
 from telha.common.times import TimeParseError, now_us, parse_us
 from telha.graph.models import EvidenceClass, Node, NodeVersion, SourceVersion
-from telha.graph.services import node_version_write
+from telha.graph.services import node_lock_current, node_version_write
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import job_enqueue
 from telha.tenancy.models import Person, Rights, Tenant
@@ -120,7 +121,11 @@ def clarification_open(
         job = job_enqueue(
             tenant=tenant,
             kind=CLARIFY_JOB_KIND,
-            payload={"v": 1, "clarificationId": str(clarification.pk), "ranking": clarification.asked},
+            payload={
+                "v": 1,
+                "clarificationId": str(clarification.pk),
+                "ranking": clarification.asked,
+            },
             priority=job_priority(severity),
             max_attempts=len(ranking) + 1,
             subject=str(clarification.pk),
@@ -149,6 +154,9 @@ class AnswerCaller:
     clarify_service: bool
     person_id: uuid.UUID | None = None
     rights: str | None = None
+    # The credential's person as already loaded (by the key authentication): saves
+    # reading it again when it is the responder.
+    person: Person | None = None
 
 
 @dataclass(frozen=True)
@@ -192,9 +200,16 @@ def _resolve_responder(caller: AnswerCaller, answer: AnswerInput) -> tuple[Perso
         except ValueError as exc:
             raise ResponderNotAuthorised("responder is not a person id.") from exc
         rights = answer.rights
-    person = Person.objects.filter(
-        pk=person_id, tenant=caller.tenant, erased_at__isnull=True
-    ).first()
+    person = caller.person
+    if (
+        person is None
+        or person.pk != person_id
+        or person.tenant_id != caller.tenant.pk
+        or person.erased_at is not None
+    ):
+        person = Person.objects.filter(
+            pk=person_id, tenant=caller.tenant, erased_at__isnull=True
+        ).first()
     if person is None:
         raise ResponderNotAuthorised("The responder is not a person of this tenant.")
     return person, rights
@@ -267,19 +282,18 @@ def clarification_answer(
     order: trust → normalise → idempotent replay → post-binding → steward override →
     attestation → active set (conflict / partial confirmation / bound).
 
-    `readable` optionally restricts which clarifications the caller may see (a queryset);
-    others are 404 like a missing one."""
+    `readable` optionally restricts which clarifications the caller may see (a filter on
+    `Clarification`, e.g. clarify.selectors.readable_clarification_q, or a queryset of
+    them); others are 404 like a missing one."""
     person, rights = _resolve_responder(caller, answer)
     clarifications = Clarification.objects.filter(tenant=caller.tenant)
-    if readable is not None:
+    if isinstance(readable, QuerySet):
         clarifications = clarifications.filter(pk__in=readable.values("pk"))
+    elif readable is not None:
+        clarifications = clarifications.filter(readable)
     try:
-        # Lock only the clarification row; the target node comes along for bind().
-        clar = (
-            clarifications.select_related("target")
-            .select_for_update(of=("self",))
-            .get(pk=clarification_id)
-        )
+        # Lock only the clarification row (bind() locks and reads the target itself).
+        clar = clarifications.select_for_update(of=("self",)).get(pk=clarification_id)
     except (Clarification.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
         raise NotFound("No such clarification.") from exc
     clar.tenant = caller.tenant  # the same row (filtered above); saves a query per event
@@ -319,38 +333,43 @@ def clarification_answer(
         "response_tx": now,
     }
 
+    # The new response record is built first (its id goes into the audit events) and
+    # inserted once, with its final outcome; the answer's audit events are inserted
+    # together, in the order they were appended (`events`).
+    events: list[AuditEvent] = []
     if clar.state == State.ANSWERED:
-        binding = clar.binding
-        bound = NodeVersion.objects.get(pk=binding.node_version_id)
-        if (bound.valid_from, bound.valid_to) == interval:
+        bound = ClarificationBinding.objects.select_related("node_version").get(clarification=clar)
+        if (bound.node_version.valid_from, bound.node_version.valid_to) == interval:
             raise AlreadyAnswered()
         body = _outcome_body("conflict", state=State.ANSWERED.value, postBinding=True)
         record = _record(clar, responses, BindingStatus.CONFLICTING, 202, body, record_fields)
-        _event(clar, "post_binding_conflict", record, now)
-        _event(clar, "steward_notified", record, now, reason="post_binding_conflict")
+        _event(events, clar, "post_binding_conflict", record, now)
+        _event(events, clar, "steward_notified", record, now, reason="post_binding_conflict")
+        _write(record, events)
         return AnswerResult(202, body, response_id=record.pk)
 
     if override:
         record = _record(clar, responses, BindingStatus.STEWARD_OVERRIDE, 200, {}, record_fields)
-        _event(clar, "steward_override", record, now)
+        _event(events, clar, "steward_override", record, now)
         if clar.quorum_state != QuorumState.NOT_REQUIRED:
-            _quorum(clar, QuorumState.SATISFIED, now)
-        version = bind(
+            _quorum(events, clar, QuorumState.SATISFIED, now)
+        bind(
             clar,
             interval=interval,
             evidence_class=EvidenceClass.STEWARD_OVERRIDE,
             responses=[record.pk],
+            events=events,
+            before_hooks=lambda v: _write(record, events, outcome=_bound_body(v)),
         )
-        body = _bound_body(version)
-        _finish(record, BindingStatus.STEWARD_OVERRIDE, 200, body)
-        return AnswerResult(200, body, response_id=record.pk)
+        return AnswerResult(200, record.outcome, response_id=record.pk)
 
     if not Rights.at_least(rights, clar.minimum_role):
         if clar.state in (State.OPEN, State.EXPIRED, State.DEAD_LETTERED):
-            _transition(clar, State.ATTESTED, now)
+            _transition(events, clar, State.ATTESTED, now)
         body = _outcome_body("attestation", state=clar.state)
         record = _record(clar, responses, BindingStatus.ATTESTATION, 202, body, record_fields)
-        _event(clar, "attestation_recorded", record, now)
+        _event(events, clar, "attestation_recorded", record, now)
+        _write(record, events)
         _save(clar)
         return AnswerResult(202, body, response_id=record.pk)
 
@@ -360,15 +379,22 @@ def clarification_answer(
     intervals = {r.interval for r in active.values()}
     if clar.state == State.CONFLICTED or len(intervals) > 1:
         body = _outcome_body("conflict", state=State.CONFLICTED.value, postBinding=False)
-        status = BindingStatus.CONFLICTING if len(intervals) > 1 else BindingStatus.BINDING_CANDIDATE
-        _finish(record, status, 202, body)
-        _event(clar, "response_recorded", record, now)
-        if clar.state != State.CONFLICTED:
-            _quorum(clar, QuorumState.CONFLICTED, now)
-            _transition(clar, State.CONFLICTED, now)
-            _event(clar, "conflict_entered", record, now, intervals=sorted(map(str, intervals)))
+        status = (
+            BindingStatus.CONFLICTING if len(intervals) > 1 else BindingStatus.BINDING_CANDIDATE
+        )
+        _set_outcome(record, status, 202, body)
+        _event(events, clar, "response_recorded", record, now)
+        entered = clar.state != State.CONFLICTED
+        if entered:
+            _quorum(events, clar, QuorumState.CONFLICTED, now)
+            _transition(events, clar, State.CONFLICTED, now)
+            _event(
+                events, clar, "conflict_entered", record, now, intervals=sorted(map(str, intervals))
+            )
+        _event(events, clar, "steward_notified", record, now, reason="conflict")
+        _write(record, events)
+        if entered:
             clarification_jobs_finish(clar)
-        _event(clar, "steward_notified", record, now, reason="conflict")
         _save(clar)
         return AnswerResult(202, body, response_id=record.pk)
 
@@ -379,35 +405,64 @@ def clarification_answer(
             state=State.PARTIALLY_CONFIRMED.value,
             quorumRemaining=required - len(active),
         )
-        _finish(record, BindingStatus.BINDING_CANDIDATE, 202, body)
-        _event(clar, "response_recorded", record, now)
-        _quorum(clar, QuorumState.PENDING, now)
-        _transition(clar, State.PARTIALLY_CONFIRMED, now)
+        _set_outcome(record, BindingStatus.BINDING_CANDIDATE, 202, body)
+        _event(events, clar, "response_recorded", record, now)
+        _quorum(events, clar, QuorumState.PENDING, now)
+        _transition(events, clar, State.PARTIALLY_CONFIRMED, now)
+        _write(record, events)
         _save(clar)
         return AnswerResult(202, body, response_id=record.pk)
 
-    _event(clar, "response_recorded", record, now)
+    _event(events, clar, "response_recorded", record, now)
     counting = [r.pk for r in active.values()]
-    earlier = [pk for pk in counting if pk != record.pk]  # `record` is marked by _finish()
+    earlier = [pk for pk in counting if pk != record.pk]  # `record` is written bound
     if earlier:
         ResponseRecord.objects.filter(pk__in=earlier).update(binding_status=BindingStatus.BOUND)
     evidence = (
         EvidenceClass.QUORUM_CONFIRMATION if required > 1 else EvidenceClass.HUMAN_CLARIFICATION
     )
     if clar.quorum_state != QuorumState.NOT_REQUIRED:
-        _quorum(clar, QuorumState.SATISFIED, now)
-    version = bind(clar, interval=interval, evidence_class=evidence, responses=counting)
-    body = _bound_body(version)
-    _finish(record, BindingStatus.BOUND, 200, body)
-    return AnswerResult(200, body, response_id=record.pk)
-
-
-def _finish(record: ResponseRecord, status: str, outcome_status: int, body: dict[str, Any]) -> None:
-    """Complete the record just appended in this transaction with its outcome."""
-    ResponseRecord.objects.filter(pk=record.pk).update(
-        binding_status=status, outcome_status=outcome_status, outcome=body
+        _quorum(events, clar, QuorumState.SATISFIED, now)
+    bind(
+        clar,
+        interval=interval,
+        evidence_class=evidence,
+        responses=counting,
+        events=events,
+        before_hooks=lambda v: _write(
+            record, events, status=BindingStatus.BOUND, outcome=_bound_body(v)
+        ),
     )
+    return AnswerResult(200, record.outcome, response_id=record.pk)
+
+
+def _set_outcome(
+    record: ResponseRecord, status: str, outcome_status: int, body: dict[str, Any]
+) -> None:
     record.binding_status, record.outcome_status, record.outcome = status, outcome_status, body
+
+
+def _write(
+    record: ResponseRecord,
+    events: list[AuditEvent],
+    *,
+    status: str | None = None,
+    outcome: dict[str, Any] | None = None,
+) -> None:
+    """Insert the answer's response record (with its final outcome: `status` and the
+    200 `outcome` body of a binding, when given) and its audit events, in order."""
+    if outcome is not None:
+        _set_outcome(record, status or record.binding_status, 200, outcome)
+    ResponseRecord.objects.bulk_create([record])
+    _events_write(events)
+
+
+def _events_write(events: list[AuditEvent]) -> None:
+    """Insert buffered audit events in one statement, in the order they were appended
+    (ids ascend with it, so `(at, id)` orders them as separate inserts would)."""
+    if events:
+        AuditEvent.objects.bulk_create(events)
+        events.clear()
 
 
 def _was_override(record: ResponseRecord) -> bool:
@@ -417,7 +472,11 @@ def _was_override(record: ResponseRecord) -> bool:
 def _custom_stored(custom: Any, interval: tuple[int | None, int | None]) -> dict[str, Any] | None:
     if custom is None:
         return None
-    return {"validFrom": interval[0], "validTo": interval[1], "sourceText": custom.get("sourceText")}
+    return {
+        "validFrom": interval[0],
+        "validTo": interval[1],
+        "sourceText": custom.get("sourceText"),
+    }
 
 
 def _bound_body(version: NodeVersion) -> dict[str, Any]:
@@ -446,8 +505,9 @@ def _record(
     outcome: dict[str, Any],
     fields: dict[str, Any],
 ) -> ResponseRecord:
+    """The answer's response record, not yet inserted (`_write`); its id is set."""
     seq = (responses[-1].seq + 1) if responses else 1
-    return ResponseRecord.objects.create(
+    return ResponseRecord(
         clarification=clar,
         seq=seq,
         binding_status=status,
@@ -457,15 +517,36 @@ def _record(
     )
 
 
-def _event(
-    clar: Clarification, type: str, record: ResponseRecord, at: int, **extra: Any
+def _audit(
+    events: list[AuditEvent] | None,
+    clar: Clarification,
+    type: str,
+    at: int,
+    detail: dict[str, Any],
 ) -> None:
-    audit_event_append(
-        tenant=clar.tenant,
-        clarification=clar,
-        type=type,
-        at=at,
-        detail={
+    """Append an audit event to `events` (inserted later, together), or insert it now."""
+    if events is None:
+        audit_event_append(tenant=clar.tenant, clarification=clar, type=type, at=at, detail=detail)
+    else:
+        events.append(
+            AuditEvent(tenant=clar.tenant, clarification=clar, at=at, type=type, detail=detail)
+        )
+
+
+def _event(
+    events: list[AuditEvent] | None,
+    clar: Clarification,
+    type: str,
+    record: ResponseRecord,
+    at: int,
+    **extra: Any,
+) -> None:
+    _audit(
+        events,
+        clar,
+        type,
+        at,
+        {
             "responseId": str(record.pk),
             "responder": str(record.responder),
             "rights": record.rights_at_answer_time,
@@ -476,27 +557,15 @@ def _event(
     )
 
 
-def _transition(clar: Clarification, state: str, at: int) -> None:
+def _transition(events: list[AuditEvent] | None, clar: Clarification, state: str, at: int) -> None:
     if clar.state != state:
-        audit_event_append(
-            tenant=clar.tenant,
-            clarification=clar,
-            type="state_changed",
-            at=at,
-            detail={"from": clar.state, "to": state},
-        )
+        _audit(events, clar, "state_changed", at, {"from": clar.state, "to": state})
         clar.state = state
 
 
-def _quorum(clar: Clarification, state: str, at: int) -> None:
+def _quorum(events: list[AuditEvent] | None, clar: Clarification, state: str, at: int) -> None:
     if clar.quorum_state != state:
-        audit_event_append(
-            tenant=clar.tenant,
-            clarification=clar,
-            type="quorum_transition",
-            at=at,
-            detail={"from": clar.quorum_state, "to": state},
-        )
+        _audit(events, clar, "quorum_transition", at, {"from": clar.quorum_state, "to": state})
         clar.quorum_state = state
 
 
@@ -522,14 +591,24 @@ def bind(
     interval: tuple[int | None, int | None],
     evidence_class: str,
     responses: list[Any] | None = None,
+    events: list[AuditEvent] | None = None,
+    before_hooks: Callable[[NodeVersion], None] | None = None,
 ) -> NodeVersion:
     """The bitemporal correction: a new version of the target with the answer's interval,
     the extraction confidence restored, no longer pending, `provenance.clarification` set.
     The previous belief stays readable at its transaction time. Targeted fan-out: an
-    `embed:` job only when the embed text changed (never for a validity-only correction)."""
-    current = NodeVersion.objects.get(node_id=clar.target_id, tx_to__isnull=True)
+    `embed:` job only when the embed text changed (never for a validity-only correction).
+
+    `events`: audit events buffered by the caller; bind appends its own and inserts them
+    all before the routing job is finished and the BIND_HOOKS run. `before_hooks(version)`
+    runs just before that (the answer inserts its response record there)."""
+    # Lock the target, then read its current version (once: handed to the write).
+    node, current = node_lock_current(clar.target_id)
+    if current is None:
+        raise NodeVersion.DoesNotExist("The clarification's target has no current version.")
+    clar.target = node
     version = node_version_write(
-        node=clar.target,
+        node=node,
         labels=current.labels,
         properties=current.properties,
         valid_from=interval[0],
@@ -538,6 +617,7 @@ def bind(
         provenance={**current.provenance, "clarification": str(clar.pk)},
         pending=False,
         evidence_class=evidence_class,
+        current=current,
     )
     ClarificationBinding.objects.create(
         clarification=clar,
@@ -556,20 +636,24 @@ def bind(
             subject=str(clar.target_id),
         )
     clar.fact_version_tx = version.tx_from
-    _transition(clar, State.ANSWERED, version.tx_from)
+    events = [] if events is None else events
+    _transition(events, clar, State.ANSWERED, version.tx_from)
     _save(clar)
-    audit_event_append(
-        tenant=clar.tenant,
-        clarification=clar,
-        type="bound",
-        at=version.tx_from,
-        detail={
+    _audit(
+        events,
+        clar,
+        "bound",
+        version.tx_from,
+        {
             "factVersionTx": version.tx_from,
             "evidenceClass": evidence_class,
             "responses": [str(r) for r in responses or []],
             "fanout": {"temporal": True, "evidence": True, "reembed": reembed},
         },
     )
+    if before_hooks is not None:
+        before_hooks(version)
+    _events_write(events)
     clarification_jobs_finish(clar)
     for hook in BIND_HOOKS:
         hook(clar)
@@ -582,5 +666,9 @@ def clarification_jobs_finish(clar: Clarification) -> int:
         kind=CLARIFY_JOB_KIND,
         subject=str(clar.pk),
         status__in=[JobStatus.PENDING, JobStatus.LEASED],
-    ).update(status=JobStatus.DONE, lease_token=None, lease_expires_at=None,
-             last_error="clarification answered")
+    ).update(
+        status=JobStatus.DONE,
+        lease_token=None,
+        lease_expires_at=None,
+        last_error="clarification answered",
+    )

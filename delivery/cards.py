@@ -4,6 +4,7 @@ copy of spec §7. A redacted card (the steward escalation) never carries span te
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
+from urllib.parse import urlsplit
 
 from django.conf import settings
 
@@ -71,9 +72,19 @@ def candidate_label(candidate: dict[str, Any]) -> str:
     return f"{_date(candidate.get('validFrom'))} → {_date(candidate.get('validTo'))}"
 
 
+def linkable(uri: str) -> bool:
+    """Only http(s) URIs become links: a submitted `javascript:`/`data:` URI would run when
+    clicked however well it is escaped."""
+    try:
+        return urlsplit(uri).scheme.lower() in ("http", "https")
+    except ValueError:
+        return False
+
+
 def document_of(clar: Clarification) -> tuple[str, str]:
     source = clar.source_version.source
-    url = source.uri or f"{settings.PUBLIC_BASE_URL}/admin/graph/source/{source.pk}/change/"
+    url = source.uri if linkable(source.uri) else ""
+    url = url or f"{settings.PUBLIC_BASE_URL}/admin/graph/source/{source.pk}/change/"
     return (source.title or source.external_id, url)
 
 

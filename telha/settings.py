@@ -44,6 +44,8 @@ INSTALLED_APPS = [
 MIDDLEWARE = [
     "telha.common.observability.RequestIdMiddleware",
     "telha.common.dbfail.DatabaseUnavailableMiddleware",
+    "telha.common.middleware.RequestBodyLimitMiddleware",
+    "telha.common.middleware.NulCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -107,12 +109,15 @@ STATIC_ROOT = VAR_DIR / "static"
 MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 12 * 1024 * 1024
+# Bodies over these limits are refused 413 before they are read (telha.common.middleware);
+# chat hooks get the smaller one.
+HOOK_MAX_BODY_BYTES = env.int("HOOK_MAX_BODY_BYTES", default=1024 * 1024)
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": ["telha.tenancy.auth.ApiKeyAuthentication"],
     "DEFAULT_PERMISSION_CLASSES": ["telha.tenancy.auth.IsTenantCaller"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["rest_framework.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["telha.common.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "telha.common.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
@@ -125,6 +130,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/v1",
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "telha.common.openapi.postprocess_error_responses",
+    ],
 }
 
 # The job cluster (django-q2) executes our own lease queue; its own retries are off.

@@ -53,3 +53,9 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
     path("hooks/", include("delivery.hooks.urls")),
 ]
+
+# Errors outside DRF's views: JSON on /v1/ and /hooks/, Django's pages elsewhere.
+handler400 = "telha.common.error_views.bad_request"
+handler403 = "telha.common.error_views.permission_denied"
+handler404 = "telha.common.error_views.page_not_found"
+handler500 = "telha.common.error_views.server_error"

@@ -106,9 +106,13 @@ def delivery_view(clar: Clarification) -> dict[str, Any]:
 
 
 class DeliveryViewSerializer(ClarificationSerializer):
-    spanExcerpt = serializers.CharField()
-    aclJson = serializers.CharField()
-    askedAliases = serializers.DictField(child=serializers.DictField())
+    """The clarification; the delivery view fields only for a `clarify`-audience caller."""
+
+    spanExcerpt = serializers.CharField(required=False, help_text="clarify audience only")
+    aclJson = serializers.CharField(required=False, help_text="clarify audience only")
+    askedAliases = serializers.DictField(
+        child=serializers.DictField(), required=False, help_text="clarify audience only"
+    )
 
 
 class AnswerCustomSerializer(serializers.Serializer):

@@ -14,7 +14,7 @@ from telha.tenancy.auth import Caller
 from telha.tenancy.models import Audience
 
 from ..models import Clarification, Severity, State
-from ..selectors import readable_clarifications
+from ..selectors import readable_clarification_q, readable_clarifications
 from ..services import AnswerCaller, AnswerInput, clarification_answer
 from .serializers import (
     AnswerInSerializer,
@@ -41,6 +41,16 @@ class ClarificationCursor(CursorPagination):
     page_size = 50
     max_page_size = 200
     page_size_query_param = "limit"
+
+    def get_page_size(self, request: Request) -> int:
+        """`limit`: an integer ≥ 1 (capped at `max_page_size`); anything else is 422, not
+        silently the default."""
+        raw = request.query_params.get(self.page_size_query_param, "")
+        if raw == "":
+            return self.page_size
+        if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
+            raise InvalidInput("limit must be a positive integer.")
+        return min(int(raw), self.max_page_size)
 
     def encode_cursor(self, cursor):  # type: ignore[no-untyped-def]
         url = super().encode_cursor(cursor)
@@ -76,11 +86,11 @@ class ClarificationListView(APIView):
         """Clarifications the caller may read, newest first, cursor-paginated."""
         qs = readable_clarifications(request.user)  # type: ignore[arg-type]
         state, severity = request.query_params.get("state"), request.query_params.get("severity")
-        if state:
+        if state is not None:
             if state not in State.values:
                 raise InvalidInput(f"state must be one of {', '.join(State.values)}.")
             qs = qs.filter(state=state)
-        if severity:
+        if severity is not None:
             if severity not in Severity.values:
                 raise InvalidInput(f"severity must be one of {', '.join(Severity.values)}.")
             qs = qs.filter(severity=severity)
@@ -123,6 +133,7 @@ def answer_caller_for(caller: Caller) -> AnswerCaller:
         clarify_service=caller.audience == Audience.CLARIFY,
         person_id=caller.person.pk if caller.person is not None else None,
         rights=caller.rights,
+        person=caller.person,
     )
 
 
@@ -152,11 +163,10 @@ class ClarificationAnswerView(APIView):
     def post(self, request: Request, clarification_id: str) -> Response:
         """Answer a clarification (the outcome matrix of CONTRACT §3.2)."""
         caller: Caller = request.user  # type: ignore[assignment]
-        readable = None if caller.sees_whole_tenant else readable_clarifications(caller)
         result = clarification_answer(
             caller=answer_caller_for(caller),
             clarification_id=clarification_id,
             answer=answer_input_from(request.data),
-            readable=readable,
+            readable=readable_clarification_q(caller),
         )
         return Response(result.body, status=result.status)

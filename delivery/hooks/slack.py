@@ -75,6 +75,7 @@ from ..slack_blocks import (
     message_blocks,
     replace_card,
 )
+from .guard import slack_payload_problem
 from .ratelimit import rate_limit_hit, rate_limited_body
 
 log = logging.getLogger(__name__)
@@ -150,7 +151,11 @@ def build_app(signing_secret: str, token: str, url: str, ask: bool = False) -> A
 def signature_ok(request: HttpRequest, secret: str) -> bool:
     timestamp = request.headers.get("X-Slack-Request-Timestamp", "")
     signature = request.headers.get("X-Slack-Signature", "")
-    if not timestamp.isdigit() or not signature:
+    # ASCII only and a sane length: slack_sdk's int() and hmac.compare_digest raise (a 500)
+    # on "²", on 5000 digits, and on a non-ASCII signature.
+    if not (timestamp.isascii() and timestamp.isdigit() and len(timestamp) <= 12):
+        return False
+    if not signature or not signature.isascii():
         return False
     return SignatureVerifier(secret).is_valid(request.body, timestamp, signature)
 
@@ -166,6 +171,9 @@ def _dispatch(request: HttpRequest) -> HttpResponse:
             {"code": "INVALID_SIGNATURE", "detail": "Slack signature or timestamp invalid."},
             status=401,
         )
+    problem = slack_payload_problem(request)  # verified: too deep or U+0000 (hooks/guard.py)
+    if problem is not None:
+        return JsonResponse({"code": "MALFORMED_REQUEST", "detail": problem}, status=400)
     return slack_handler().handle(request)
 
 

@@ -12,6 +12,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from telha.common.parsers import json_problem
 from telha.tenancy.models import AliasKind, PersonAlias
 
 from ..actions import ANSWERED, INVALID, card_action_process
@@ -198,7 +199,9 @@ def messages(request: HttpRequest) -> HttpResponse:
         activity = json.loads(request.body)
         if not isinstance(activity, dict):
             raise ValueError("not an object")
-    except ValueError:
+        if json_problem(activity) is not None:  # too deep, or U+0000 (PostgreSQL refuses it)
+            raise ValueError("not a storable activity")
+    except (ValueError, RecursionError):
         return JsonResponse(
             {"code": "MALFORMED_REQUEST", "detail": "Not a JSON activity."}, status=400
         )

@@ -115,13 +115,15 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     set_rollback()
     code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "BAD_REQUEST")
     headers: dict[str, str] = {}
-    if isinstance(exc, drf_exceptions.Throttled) and exc.wait is not None:
-        headers["Retry-After"] = str(int(exc.wait) + 1)
+    wait = getattr(exc, "wait", None) if isinstance(exc, drf_exceptions.Throttled) else None
+    if wait is not None:
+        headers["Retry-After"] = str(int(wait) + 1)
     status_code = exc.status_code
     if isinstance(exc, drf_exceptions.NotAuthenticated | drf_exceptions.AuthenticationFailed):
         status_code = 401
         headers["WWW-Authenticate"] = 'Bearer realm="telha"'
     if isinstance(exc, drf_exceptions.ValidationError):
+        status_code = 422  # like InvalidInput: the same code always has the same status
         errors = flatten_errors(exc.detail)
         body: dict[str, Any] = {
             "code": code,

@@ -32,6 +32,7 @@ class RequestIdMiddleware:
     def __call__(self, request: HttpRequest) -> HttpResponse:
         incoming = request.headers.get("X-Request-ID", "")
         rid = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
+        request.request_id = rid  # type: ignore[attr-defined]
         token = request_id_var.set(rid)
         started = time.perf_counter()
         try:
@@ -46,7 +47,10 @@ class RequestIdMiddleware:
 
 class RequestIdFilter(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
-        record.request_id = request_id_var.get()
+        # Django logs 4xx responses ("Not Found: …") after the middleware chain has
+        # returned; those records carry the request, which carries its id.
+        request = getattr(record, "request", None)
+        record.request_id = request_id_var.get() or getattr(request, "request_id", "")
         return True
 
 

@@ -40,7 +40,10 @@ def parse_us(value: object) -> int:
         us = value
     elif isinstance(value, str):
         text = value.strip()
-        if text.lstrip("-").isdigit():
+        digits = text.removeprefix("-")
+        if digits.isascii() and digits.isdigit():  # not "²" or "٣": isdigit() alone is Unicode
+            if len(digits) > 20:  # int() refuses > 4300 digits; anything this long is out of range
+                raise TimeParseError(f"time out of range [{MIN_US}, {MAX_US}] µs")
             us = int(text)
         else:
             try:

@@ -77,6 +77,18 @@ def _next_tx(previous: NodeVersion | None) -> int:
     return max(now, previous.tx_from + 1) if previous is not None else now
 
 
+def node_lock_current(node_id: Any) -> tuple[Node, NodeVersion | None]:
+    """Lock a node (inside a transaction) and read its current version, in that order: a
+    version read after the lock is the one the next write closes. Returns the locked node
+    and that version; hand both to `node_version_write(node=…, current=…)` in the same
+    transaction to skip a second lock and read."""
+    node = Node.objects.select_for_update().filter(pk=node_id).get()
+    return node, NodeVersion.objects.filter(node_id=node_id, tx_to__isnull=True).first()
+
+
+_READ = object()  # node_version_write: lock the node and read its current version itself
+
+
 # No savepoint when nested (two round trips per version): every caller lets a failure
 # propagate, so the enclosing transaction rolls back anyway.
 @transaction.atomic(savepoint=False)
@@ -91,11 +103,16 @@ def node_version_write(
     provenance: dict[str, Any],
     pending: bool = False,
     evidence_class: str = EvidenceClass.SYSTEM_EXTRACTION,
+    current: Any = _READ,
 ) -> NodeVersion:
     """Append a new version of `node`: lock the node, close the current version at the new
-    transaction time (strictly after the previous one) and insert the next."""
-    Node.objects.select_for_update().filter(pk=node.pk).get()
-    current = NodeVersion.objects.filter(node=node, tx_to__isnull=True).first()
+    transaction time (strictly after the previous one) and insert the next.
+
+    `current`: the node's current version (or None) as returned by `node_lock_current`
+    earlier in the same transaction, which already holds the node's lock; by default the
+    lock is taken and the current version read here."""
+    if current is _READ:
+        _, current = node_lock_current(node.pk)
     tx = _next_tx(current)
     if current is not None:
         NodeVersion.objects.filter(pk=current.pk).update(tx_to=tx)
@@ -115,9 +132,7 @@ def node_version_write(
     )
 
 
-def node_update(
-    *, node: Node, **changes: Any
-) -> NodeVersion:
+def node_update(*, node: Node, **changes: Any) -> NodeVersion:
     """A new version equal to the current one except for `changes` (labels, properties,
     valid_from, valid_to, confidence, provenance, pending, evidence_class)."""
     current = NodeVersion.objects.get(node=node, tx_to__isnull=True)

@@ -35,6 +35,12 @@ class Job(models.Model):
     lease_expires_at = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True)
     result = models.JSONField(null=True, blank=True)
+    request_id = models.CharField(
+        max_length=64,
+        blank=True,
+        default="",
+        help_text="X-Request-ID of the request that enqueued it",
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

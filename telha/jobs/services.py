@@ -19,6 +19,7 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 from telha.common.errors import Conflict, InvalidInput, PermissionDeniedError
+from telha.common.observability import current_request_id
 from telha.tenancy.models import Tenant
 
 from .models import Job, JobStatus
@@ -66,6 +67,8 @@ def job_enqueue(
         max_attempts=max_attempts or policy_for_kind(kind).max_attempts,
         subject=subject,
         run_after=Now(),
+        # The request that made the job necessary: restored around its handler.
+        request_id=current_request_id(),
     )
 
 
@@ -120,7 +123,9 @@ def job_lease(
         leases = []
         by_ttl: dict[int, list[int]] = {}
         for job in jobs:
-            ttl = min(MAX_LEASE_SECONDS, lease_seconds or policy_for_kind(job.kind).lease_ttl_seconds)
+            ttl = min(
+                MAX_LEASE_SECONDS, lease_seconds or policy_for_kind(job.kind).lease_ttl_seconds
+            )
             by_ttl.setdefault(ttl, []).append(job.pk)
             job.status, job.lease_token, job.lease_holder = JobStatus.LEASED, token, holder[:200]
             job.lease_expires_at = db_now + timedelta(seconds=ttl)
@@ -272,8 +277,13 @@ def jobs_windows_ended() -> int:
         hook = policy_for_kind(kind).on_window_end
         if hook is None:
             continue
-        waiting = Job.objects.filter(kind=kind, status=JobStatus.PENDING, attempts__gt=0,
-                                     run_after__lte=Now(), last_error__startswith="LEASE_EXPIRED")
+        waiting = Job.objects.filter(
+            kind=kind,
+            status=JobStatus.PENDING,
+            attempts__gt=0,
+            run_after__lte=Now(),
+            last_error__startswith="LEASE_EXPIRED",
+        )
         for job in waiting.iterator():
             with transaction.atomic():
                 hook(job)

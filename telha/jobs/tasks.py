@@ -14,6 +14,8 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from telha.common.observability import request_id_var
+
 from .policies import policy_for_kind
 from .services import Lease, LeaseLost, job_fail, job_heartbeat, job_lease, jobs_sweep
 
@@ -65,6 +67,8 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
         for lease in leases:
             if not _still_held(lease):
                 continue
+            # The id of the request that enqueued the job follows it into the handler.
+            token = request_id_var.set(lease.job.request_id)
             try:
                 handler(lease)
             except Exception as exc:  # a handler bug must not lose the job: retry it later
@@ -80,5 +84,7 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
                     )
                 except Exception:
                     log.exception("could not fail job %s", lease.job.pk)
+            finally:
+                request_id_var.reset(token)
             done += 1
     return done

@@ -257,7 +257,7 @@ def test_only_the_current_token_works(clarify_client, enqueue):
         ]:
             resp = _act(clarify_client, job_a.pk, action, token, **extra)
             if token == "":
-                assert resp.status_code == 400, resp.content  # a missing token is a bad body
+                assert resp.status_code == 422, resp.content  # a missing token is an invalid body
             else:
                 assert_error(resp, 409, "LEASE_LOST")
             assert job_rows() == before, (token, action)

@@ -58,6 +58,8 @@ class DocumentUploadView(APIView):
         if PurePosixPath(name).suffix.lower() not in SUPPORTED:
             raise UnsupportedDocument()
         form: Any = request.data
+        if any("\x00" in str(form.get(field, "")) for field in ("title", "acl", "restriction")):
+            raise InvalidInput("Form fields must not contain U+0000.")  # PostgreSQL can't store it
         acl = [p.strip() for p in str(form.get("acl", "")).split(",") if p.strip()]
         if not all(acl_principal_valid(p) for p in acl):
             raise InvalidInput("acl takes group:NAME, email:ADDR or aad:OID principals.")

@@ -72,6 +72,7 @@ class DateMatch:
 
 
 def _month_number(text: str) -> int | None:
+    """1-12 for a month number or English month name/abbreviation ("Sept."), else None."""
     if text.isdigit():
         return int(text)
     return MONTHS.get(text.lower().rstrip("."))
@@ -114,4 +115,5 @@ def label(d: date) -> str:
 
 
 def label_with_year(d: date) -> str:
+    """ "12 June 2026" style label."""
     return f"{d.day} {d.strftime('%B')} {d.year}"

@@ -75,7 +75,7 @@ def _body(serializer_class: type[serializers.Serializer], request: Request) -> d
 
 
 def _job_id(raw: str) -> int:
-    return int(raw) if raw.isdigit() and len(raw) < 19 else -1
+    return int(raw) if raw.isascii() and raw.isdigit() and len(raw) < 19 else -1
 
 
 class LeaseView(APIView):

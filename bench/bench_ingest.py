@@ -1,0 +1,232 @@
+"""Ingestion throughput and peak memory of `telha ingest` over a folder (issue 7).
+
+A folder of generated documents (about 2 KB each, Markdown and plain text, a mix of the
+text rules: signature/countersignature and effective/commencement conflicts, "effective
+next quarter", "within 30 days of signature", "from the start of next month", undated
+agreements, yearless dates and plain notes) is ingested through the `telha ingest` code
+path — `call_command("ingest", FOLDER, "--tenant", "bench", "--json")`, i.e. `iter_files`
+then `ingest_file` per file, with clarify on (clarifications are opened) — at 250 and at
+1,000 documents, each folder new (fresh externalIds, no deduplication):
+
+- in a subprocess of its own (bench settings, the bench database): documents per second
+  (wall time around the command) and the process's peak RSS (`ru_maxrss`);
+- in this process under `tracemalloc`, after an untraced warm-up ingest of WARM_UP
+  documents (so first-use imports and caches are not counted): the peak of Python
+  allocations during the command (slower, so not used for the rate).
+
+Output goes to /dev/null (a captured StringIO would itself grow with the folder). Target:
+peak memory stays flat as the folder grows — 1,000 vs 250 documents: tracemalloc peak
+within +25 % and RSS within +10 % — and every document ingested without error.
+
+Knobs: BENCH_INGEST_SIZES ("250,1000").
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+import tracemalloc
+from pathlib import Path
+from typing import Any
+
+from bench import _support
+
+SIZES = [int(s) for s in os.environ.get("BENCH_INGEST_SIZES", "250,1000").split(",")]
+DOC_BYTES = 2048
+TRACEMALLOC_LIMIT = 1.25
+WARM_UP = 20
+RSS_LIMIT = 1.10
+
+FILLER = (
+    "The supplier shall perform the services with reasonable skill and care, in "
+    "accordance with good industry practice and the service levels in Schedule 2. "
+    "Each party shall keep the other's confidential information secret and use it only "
+    "for the purposes of this agreement. Neither party limits its liability for death "
+    "or personal injury caused by its negligence, or for fraud. "
+)
+
+BODIES = [
+    # signature vs countersignature → conflicting_dates
+    "This Master Services Agreement no. {n} was signed by Alice Author on 12 June 2026 "
+    "and countersigned by Sam Steward on\n19 June 2026.",
+    # effective vs commencement → conflicting_dates
+    "Agreement {n}. The agreement is effective 1 July 2026; commencement of the services "
+    "is on 3 July 2026.",
+    # relative phrase anchored on the signature → relative_date
+    "Order form {n}. Signed on 2 March 2026. The services are effective next quarter.",
+    "Payment terms {n}: invoices are payable within 30 days of signature. Executed on 1 July 2026.",
+    # relative phrase anchored on the document date → relative_date
+    "---\ntitle: Non-disclosure agreement {n}\nauthor: alice@bench.test\ndate: 2026-03-03\n"
+    "acl: [group:legal]\n---\nThe obligations apply from the start of next month.",
+    # dated-looking, no date → undated (file date)
+    "MEMORANDUM OF UNDERSTANDING {n}\n\nThe parties agree to negotiate a lease of the "
+    "north warehouse in good faith.",
+    # yearless → low_confidence_extraction
+    "Meeting note {n}: the review is on the 12th of June; see alice@bench.test.",
+    # nothing to ask (a dated note, a Q3 results line)
+    "Minutes {n}, 4 May 2026. The Q3 results were strong and nobody objected.",
+]
+
+
+def generate(folder: Path, count: int, seed: int = 7) -> int:
+    """`count` documents of about DOC_BYTES each; returns the total size."""
+    rng = random.Random(seed)
+    folder.mkdir(parents=True, exist_ok=True)
+    total = 0
+    for n in range(count):
+        body = BODIES[n % len(BODIES)].format(n=n)
+        paragraphs = [body]
+        while sum(len(p) + 2 for p in paragraphs) < DOC_BYTES:
+            words = FILLER.split()
+            rng.shuffle(words)
+            paragraphs.append(" ".join(words))
+        text = "\n\n".join(paragraphs)[:DOC_BYTES] + "\n"
+        suffix = ".md" if n % 2 == 0 else ".txt"
+        path = folder / f"sub{n % 10}" / f"doc-{n:05d}{suffix}"
+        path.parent.mkdir(exist_ok=True)
+        path.write_text(text)
+        total += len(text.encode())
+    return total
+
+
+def _summary(path: Path) -> dict[str, Any]:
+    data = json.loads(path.read_text())
+    return {k: data[k] for k in ("files", "facts", "ambiguities", "opened", "deduplicated")} | {
+        "errors": len(data["errors"])
+    }
+
+
+CHILD = r"""
+import json, os, resource, sys, time
+import django
+django.setup()
+from django.core.management import call_command
+folder, out_path = sys.argv[1], sys.argv[2]
+with open(out_path, "w") as out, open(os.devnull, "w") as err:
+    started = time.perf_counter()
+    call_command("ingest", folder, "--tenant", "bench", "--json", stdout=out, stderr=err)
+    seconds = time.perf_counter() - started
+print(json.dumps({"seconds": seconds,
+                  "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
+"""
+
+
+def _subprocess_run(folder: Path, out_path: Path) -> dict[str, Any]:
+    env = {
+        **os.environ,
+        "DATABASE_URL": _support.DATABASE_URL,
+        "DJANGO_SETTINGS_MODULE": _support.SETTINGS,
+        "PYTHONPATH": str(_support.REPO),
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", CHILD, str(folder), str(out_path)],
+        cwd=_support.REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=1800,
+        check=False,
+    )
+    if proc.returncode != 0:
+        raise RuntimeError(f"ingest subprocess failed: {proc.stderr[-2000:]}")
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _tracemalloc_run(folder: Path, out_path: Path) -> dict[str, Any]:
+    from django.core.management import call_command
+    from django.db import reset_queries
+
+    reset_queries()
+    tracemalloc.start()
+    try:
+        started = time.perf_counter()
+        with open(out_path, "w") as out, open(os.devnull, "w") as err:
+            call_command(
+                "ingest", str(folder), "--tenant", "bench", "--json", stdout=out, stderr=err
+            )
+        seconds = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    return {"seconds": seconds, "peak_bytes": peak}
+
+
+def run() -> dict[str, Any]:
+    started = time.perf_counter()
+    _support.setup()
+    figures: dict[str, Any] = {"document_bytes": DOC_BYTES, "sizes": SIZES, "runs": {}}
+    with tempfile.TemporaryDirectory(prefix="telha-bench-ingest-") as tmp:
+        root = Path(tmp)
+        generate(root / "warm-up", WARM_UP)
+        _tracemalloc_run(root / "warm-up", root / "warm-up.json")
+        for mode in ("subprocess", "tracemalloc"):
+            for size in SIZES:
+                entry: dict[str, Any] = figures["runs"].setdefault(str(size), {})
+                folder = root / f"{mode}-{size}"
+                total = generate(folder, size)
+                out_path = root / f"{mode}-{size}.json"
+                if mode == "subprocess":
+                    measured = _subprocess_run(folder, out_path)
+                    entry["docs_per_second"] = round(size / measured["seconds"], 1)
+                    entry["seconds"] = round(measured["seconds"], 2)
+                    entry["maxrss_mb"] = round(measured["maxrss_kb"] / 1024, 1)
+                    entry["mean_document_bytes"] = round(total / size)
+                else:
+                    measured = _tracemalloc_run(folder, out_path)
+                    entry["tracemalloc_peak_mb"] = round(measured["peak_bytes"] / 2**20, 2)
+                    entry["tracemalloc_seconds"] = round(measured["seconds"], 2)
+                entry[f"{mode}_summary"] = _summary(out_path)
+    small, large = figures["runs"][str(min(SIZES))], figures["runs"][str(max(SIZES))]
+    heap_ratio = large["tracemalloc_peak_mb"] / max(small["tracemalloc_peak_mb"], 1e-9)
+    rss_ratio = large["maxrss_mb"] / max(small["maxrss_mb"], 1e-9)
+    figures["tracemalloc_peak_ratio"] = round(heap_ratio, 3)
+    figures["rss_ratio"] = round(rss_ratio, 3)
+    errors = sum(
+        e[f"{m}_summary"]["errors"]
+        for e in figures["runs"].values()
+        for m in ("subprocess", "tracemalloc")
+    )
+    complete = all(
+        e[f"{m}_summary"]["files"] == int(size)
+        for size, e in figures["runs"].items()
+        for m in ("subprocess", "tracemalloc")
+    )
+    passed = heap_ratio <= TRACEMALLOC_LIMIT and rss_ratio <= RSS_LIMIT and not errors and complete
+    summary = (
+        f"{large['docs_per_second']:.0f} docs/s at {max(SIZES)} docs "
+        f"({small['docs_per_second']:.0f} at {min(SIZES)}); peak heap "
+        f"{small['tracemalloc_peak_mb']:.1f} → {large['tracemalloc_peak_mb']:.1f} MB "
+        f"(x{heap_ratio:.2f}), RSS {small['maxrss_mb']:.0f} → {large['maxrss_mb']:.0f} MB "
+        f"(x{rss_ratio:.2f})"
+    )
+    notes = []
+    if errors:
+        notes.append(f"{errors} document(s) failed to ingest")
+    kinds = large["subprocess_summary"]["ambiguities"]
+    notes.append(
+        f"{max(SIZES)} docs: {large['subprocess_summary']['facts']} facts, ambiguities "
+        + ", ".join(f"{k} {v}" for k, v in sorted(kinds.items()))
+        + f", {large['subprocess_summary']['opened']} clarifications opened"
+    )
+    return _support.result(
+        name="ingest",
+        title="telha ingest: documents per second and peak memory, 250 vs 1,000 documents",
+        figures=figures,
+        target=(
+            f"peak memory flat: {max(SIZES)} vs {min(SIZES)} docs tracemalloc peak "
+            f"≤ x{TRACEMALLOC_LIMIT}, RSS ≤ x{RSS_LIMIT}; no errors"
+        ),
+        passed=passed,
+        summary=summary,
+        seconds=time.perf_counter() - started,
+        notes=notes,
+    )
+
+
+if __name__ == "__main__":
+    print(json.dumps(run(), indent=2))

@@ -1,0 +1,50 @@
+"""Django's error views (`handler400/403/404/500`), in the contract's error shape on the
+API and hook paths.
+
+DRF renders errors raised inside its views, but some requests never reach one: a path
+that resolves to no view (`/v1/nodes/a%2Fb/history`: the decoded `/` matches no route),
+a `SuspiciousOperation` raised outside DRF, an exception DRF re-raises. On `/v1/…` and
+`/hooks/…` those answer `{"code", "detail"}` as JSON; other paths (admin, inbox,
+sign-in) keep Django's HTML pages.
+"""
+
+from typing import Any
+
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.views import defaults
+
+JSON_PREFIXES = ("/v1/", "/hooks/")
+
+
+def _wants_json(request: HttpRequest) -> bool:
+    return request.path_info.startswith(JSON_PREFIXES)
+
+
+def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse(
+            {"code": "MALFORMED_REQUEST", "detail": "The request was not understood."}, status=400
+        )
+    return defaults.bad_request(request, exception)
+
+
+def permission_denied(request: HttpRequest, exception: Any = None) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse(
+            {"code": "PERMISSION_DENIED", "detail": "This request is not allowed."}, status=403
+        )
+    return defaults.permission_denied(request, exception)
+
+
+def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse({"code": "NOT_FOUND", "detail": "No such resource."}, status=404)
+    return defaults.page_not_found(request, exception)
+
+
+def server_error(request: HttpRequest) -> HttpResponse:
+    if _wants_json(request):
+        return JsonResponse(
+            {"code": "INTERNAL_ERROR", "detail": "An unexpected error occurred."}, status=500
+        )
+    return defaults.server_error(request)
