@@ -136,8 +136,7 @@ def build_escalation(clar: Clarification, skip_reasons: list[dict[str, Any]]) ->
     reasons = ", ".join(sorted({str(r.get("reason")) for r in skip_reasons if r.get("reason")}))
     text = (
         f"Nobody in the ranking could answer a {clar.severity} question about a date in "
-        f"“{title}”. Please review it."
-        + (f" Reasons: {reasons}." if reasons else "")
+        f"“{title}”. Please review it." + (f" Reasons: {reasons}." if reasons else "")
     )
     return Escalation(
         clarification_id=str(clar.pk),
@@ -171,11 +170,16 @@ def outcome_copy(clar: Clarification, body: dict[str, Any], responder: Person | 
                 f"{MOVED_ON} Your different answer is recorded as a conflicting attestation "
                 "and a steward has been notified."
             )
-        return "A conflicting answer has been recorded. This clarification now requires steward review."
+        return (
+            "A conflicting answer has been recorded. "
+            "This clarification now requires steward review."
+        )
     answer = _answer_label(clar)
     if outcome == "partial_confirmation":
         remaining = int(body.get("quorumRemaining", 1))
-        more = "One more confirmation is" if remaining == 1 else f"{remaining} more confirmations are"
+        more = (
+            "One more confirmation is" if remaining == 1 else f"{remaining} more confirmations are"
+        )
         return (
             f"First confirmation recorded: {answer} ({_first_name(responder)}). {more} required "
             "before the correction becomes binding."

@@ -9,10 +9,10 @@ from clarify.api import views as clarify_views
 from delivery import inbox
 from telha.graph.api import views as graph_views
 from telha.health import healthz
-from telha.metrics import metrics
 from telha.ingest.api import views as ingest_views
 from telha.ingest.api.documents import DocumentUploadView
 from telha.jobs.api import views as job_views
+from telha.metrics import metrics
 
 api_v1 = [
     path("submissions", ingest_views.SubmissionView.as_view(), name="submissions"),

@@ -9,6 +9,7 @@ is switched off so the test transaction survives it.
 import io
 import json
 import logging
+import os
 import re
 import subprocess
 import sys
@@ -37,7 +38,7 @@ from telha.common.observability import (
 from telha.common.times import from_us, iso
 from telha.graph.models import NodeVersion
 from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_fail, job_lease
+from telha.jobs.services import job_complete, job_enqueue, job_fail, job_lease
 from telha.jobs.tasks import work
 from telha.tenancy.models import Tenant
 from tests.clarify.conftest import build_submission
@@ -673,7 +674,7 @@ def _settings_in_child(**env: str) -> dict[str, Any]:
     )
     clean = {
         k: v
-        for k, v in __import__("os").environ.items()
+        for k, v in os.environ.items()
         if k not in {"DJANGO_SETTINGS_MODULE", "DEBUG", "LOG_FORMAT", "SECRET_KEY"}
     }
     clean.update(SECRET_KEY="k" * 50, **env)
@@ -769,8 +770,6 @@ handled: list[tuple[int, str]] = []  # (job id, request id inside its handler)
 
 def recording_handler(lease: Any) -> None:
     """Records the request id seen inside the handler and completes the job."""
-    from telha.jobs.services import job_complete
-
     handled.append((lease.job.pk, request_id_var.get()))
     job_complete(tenant=None, job_id=lease.job.pk, token=lease.token, result={})
 
@@ -786,8 +785,6 @@ def _run(kind: str) -> int:
 
 
 def test_the_worker_restores_each_jobs_request_id_and_resets_it(workspace, settings):
-    from telha.jobs.services import job_enqueue
-
     settings.JOB_WORKERS = {"ingest:ops": f"{__name__}.recording_handler"}
     handled.clear()
     plain = job_enqueue(tenant=workspace, kind="ingest:ops", payload={"n": 1})
@@ -809,8 +806,6 @@ def test_the_worker_restores_each_jobs_request_id_and_resets_it(workspace, setti
 
 
 def test_a_failing_handler_is_logged_under_its_jobs_request_id(workspace, settings, caplog):
-    from telha.jobs.services import job_enqueue
-
     caplog.handler.addFilter(RequestIdFilter())
     settings.JOB_WORKERS = {"ingest:ops": f"{__name__}.raising_handler"}
     handled.clear()

@@ -52,7 +52,7 @@ class ClarificationCursor(CursorPagination):
             raise InvalidInput("limit must be a positive integer.")
         return min(int(raw), self.max_page_size)
 
-    def encode_cursor(self, cursor):  # type: ignore[no-untyped-def]
+    def encode_cursor(self, cursor):
         url = super().encode_cursor(cursor)
         from urllib.parse import parse_qs, urlparse
 
@@ -145,7 +145,7 @@ def answer_input_from(body: Any) -> AnswerInput:
     return AnswerInput(
         answer_index=body.get("answerIndex"),
         answer_custom=body.get("answerCustom"),
-        steward_override=override if isinstance(override, bool) else None,  # type: ignore[arg-type]
+        steward_override=override if isinstance(override, bool) else None,
         channel=channel if isinstance(channel, str) else None,
         message_ref=message_ref[:500] if isinstance(message_ref, str) else None,
         responder=body.get("responder"),

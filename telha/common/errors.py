@@ -103,6 +103,7 @@ def flatten_errors(detail: Any, path: str = "") -> list[dict[str, str]]:
 def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
     """Render every error as `{"code", "detail", ...}` (CONTRACT §3)."""
     from rest_framework.views import set_rollback
+
     if isinstance(exc, DomainError):
         set_rollback()
         return Response(exc.body(), status=exc.status_code)

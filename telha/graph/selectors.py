@@ -67,7 +67,7 @@ class SourceReadable(Expression):
     def get_source_expressions(self) -> list[Any]:
         return [self.source]
 
-    def set_source_expressions(self, exprs: list[Any]) -> None:
+    def set_source_expressions(self, exprs: list[Any]) -> None:  # type: ignore[override]
         (self.source,) = exprs
 
     def resolve_expression(self, *args: Any, **kwargs: Any) -> "SourceReadable":
@@ -75,7 +75,7 @@ class SourceReadable(Expression):
         clone.source = self.source.resolve_expression(*args, **kwargs)
         return clone
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
         source_sql, source_params = compiler.compile(self.source)
         q = connection.ops.quote_name
         sql = self.template.format(

@@ -27,7 +27,7 @@ class Caller:
     is_anonymous = False
 
     @cached_property
-    def user(self):  # type: ignore[no-untyped-def]
+    def user(self):
         return self.person.user if self.person is not None else None
 
     @property

@@ -1,8 +1,7 @@
 """`POST /v1/documents` (CONTRACT §3.1b): upload a file for the detection worker."""
 
-from typing import Any
-
 from pathlib import PurePosixPath
+from typing import Any
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import parsers, serializers
@@ -34,14 +33,23 @@ class DocumentUploadView(APIView):
     parser_classes = [parsers.MultiPartParser]
 
     @extend_schema(
-        request={"multipart/form-data": inline_serializer(
-            "DocumentUpload",
-            {"file": serializers.FileField(), "title": serializers.CharField(required=False),
-             "acl": serializers.CharField(required=False),
-             "restriction": serializers.CharField(required=False)},
-        )},
-        responses={202: inline_serializer("DocumentAccepted", {
-            "jobId": serializers.IntegerField(), "kind": serializers.CharField()})},
+        request={
+            "multipart/form-data": inline_serializer(
+                "DocumentUpload",
+                {
+                    "file": serializers.FileField(),
+                    "title": serializers.CharField(required=False),
+                    "acl": serializers.CharField(required=False),
+                    "restriction": serializers.CharField(required=False),
+                },
+            )
+        },
+        responses={
+            202: inline_serializer(
+                "DocumentAccepted",
+                {"jobId": serializers.IntegerField(), "kind": serializers.CharField()},
+            )
+        },
         tags=["ingest"],
     )
     def post(self, request: Request) -> Response:
@@ -75,6 +83,3 @@ class DocumentUploadView(APIView):
             uploaded_by=f"key:{caller.key.pk}",  # type: ignore[union-attr]
         )
         return Response({"jobId": document.job_id, "kind": INGEST_DOCUMENT_KIND}, status=202)
-
-
-
