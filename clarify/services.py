@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import QuerySet
 
 from telha.common.errors import NotFound
@@ -661,12 +661,18 @@ def bind(
 
 
 def clarification_jobs_finish(clar: Clarification) -> int:
-    """An answered clarification completes its routing job so nobody else is asked."""
-    return Job.objects.filter(
+    """An answered clarification completes its routing job so nobody else is asked.
+
+    Called with the clarification locked. A job row another transaction holds is skipped,
+    not waited for: leasing and reaping lock the job first and then the clarification
+    (`on_lease` / `on_dead` hooks), so waiting here deadlocked. That transaction finds the
+    clarification answered once it gets the lock, and the worker completes such a job."""
+    jobs = Job.objects.filter(
         kind=CLARIFY_JOB_KIND,
         subject=str(clar.pk),
         status__in=[JobStatus.PENDING, JobStatus.LEASED],
-    ).update(
+    )
+    return jobs.update(
         status=JobStatus.DONE,
         lease_token=None,
         lease_expires_at=None,

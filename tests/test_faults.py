@@ -179,6 +179,74 @@ def test_worker_leaves_no_active_nonce_when_an_answer_binds_mid_delivery(
     assert integrity_violations()["nonces"] == []
 
 
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_answer_and_a_worker_leasing_its_job_do_not_deadlock(
+    settings, workspace, people, ingest_client, person_client
+):
+    """Found by the SIGKILL stream (PostgreSQL `deadlock detected`, answered 503): leasing
+    locks the job and then the clarification (`on_lease`), the answer locked the
+    clarification and then waited for the job (finishing it). Now the answer skips a job
+    row another transaction holds, and the worker completes that job itself."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row-lock deadlocks need PostgreSQL")
+    from django.db import connections
+
+    import clarify.routing
+    from delivery import worker
+    from telha.jobs.models import Job, JobStatus
+    from telha.jobs.services import job_lease
+
+    data = _support.submission_data(
+        external_id="deadlock/1", author_email="alice@acme.test", ambiguous=True
+    )
+    created = ingest_client.post("/v1/submissions", data, format="json")
+    clar_id = created.json()["clarifications"][0]["id"]
+    barrier = threading.Barrier(2, timeout=30)
+    errors: list[BaseException] = []
+    leases: list[Any] = []
+    statuses: list[int] = []
+    on_lease = clarify.routing.on_attempt_start
+
+    def slow_on_lease(job: Any) -> None:
+        barrier.wait()  # the job row is locked now; the answer starts
+        time.sleep(1.0)  # the answer holds the clarification and reaches its job
+        on_lease(job)  # → locks the clarification
+
+    def lease() -> None:
+        try:
+            leases.extend(job_lease(tenant=None, audience="clarify", kinds=["clarify:"]))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def answer() -> None:
+        try:
+            barrier.wait()
+            reply = person_client("bob").post(
+                f"/v1/clarifications/{clar_id}/answer", {"answerIndex": 0}, format="json"
+            )
+            statuses.append(reply.status_code)
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    with mock.patch("clarify.routing.on_attempt_start", side_effect=slow_on_lease):
+        threads = [threading.Thread(target=lease), threading.Thread(target=answer)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+
+    assert not errors, errors
+    assert statuses == [200]
+    [held] = leases
+    worker.handle_lease(held)  # the worker finds the clarification answered
+    assert Job.objects.get(pk=held.job.pk).status == JobStatus.DONE
+
+
 # =======================================================================================
 # Helpers: processes, HTTP
 
