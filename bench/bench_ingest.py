@@ -10,9 +10,9 @@ then `ingest_file` per file, with clarify on (clarifications are opened) — at 
 
 - in a subprocess of its own (bench settings, the bench database): documents per second
   (wall time around the command) and the process's peak RSS (`ru_maxrss`);
-- in this process under `tracemalloc`, after an untraced warm-up ingest of WARM_UP
-  documents (so first-use imports and caches are not counted): the peak of Python
-  allocations during the command (slower, so not used for the rate).
+- in this process under `tracemalloc`, after a warm-up ingest of WARM_UP documents (so
+  first-use imports and caches are not counted): the peak of Python allocations during
+  the command, overall and per quarter of the run (slower, so not used for the rate).
 
 Output goes to /dev/null (a captured StringIO would itself grow with the folder). Target:
 peak memory stays flat as the folder grows — 1,000 vs 250 documents: tracemalloc peak
@@ -137,23 +137,48 @@ def _subprocess_run(folder: Path, out_path: Path) -> dict[str, Any]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def _tracemalloc_run(folder: Path, out_path: Path) -> dict[str, Any]:
+def _tracemalloc_run(folder: Path, out_path: Path, size: int = 0) -> dict[str, Any]:
+    """The command under tracemalloc: its overall peak, and the peak of each quarter of
+    the run (the traced peak is read and reset every size/4 files), which shows whether
+    memory keeps growing through the run or only fills bounded caches early on."""
+    from unittest import mock
+
     from django.core.management import call_command
     from django.db import reset_queries
+
+    import telha.ingest.management.commands.ingest as command
+
+    real = command.ingest_file
+    quarter = max(1, size // 4)
+    quarters: list[int] = []
+    done = 0
+
+    def counted(**kwargs: Any) -> Any:
+        nonlocal done
+        outcome = real(**kwargs)
+        done += 1
+        if size and done % quarter == 0:
+            quarters.append(tracemalloc.get_traced_memory()[1])
+            tracemalloc.reset_peak()
+        return outcome
 
     reset_queries()
     tracemalloc.start()
     try:
         started = time.perf_counter()
-        with open(out_path, "w") as out, open(os.devnull, "w") as err:
+        with (
+            mock.patch.object(command, "ingest_file", counted),
+            open(out_path, "w") as out,
+            open(os.devnull, "w") as err,
+        ):
             call_command(
                 "ingest", str(folder), "--tenant", "bench", "--json", stdout=out, stderr=err
             )
         seconds = time.perf_counter() - started
-        _, peak = tracemalloc.get_traced_memory()
+        _, rest = tracemalloc.get_traced_memory()
     finally:
         tracemalloc.stop()
-    return {"seconds": seconds, "peak_bytes": peak}
+    return {"seconds": seconds, "peak_bytes": max([rest, *quarters]), "quarters": quarters}
 
 
 def run() -> dict[str, Any]:
@@ -177,8 +202,11 @@ def run() -> dict[str, Any]:
                     entry["maxrss_mb"] = round(measured["maxrss_kb"] / 1024, 1)
                     entry["mean_document_bytes"] = round(total / size)
                 else:
-                    measured = _tracemalloc_run(folder, out_path)
+                    measured = _tracemalloc_run(folder, out_path, size)
                     entry["tracemalloc_peak_mb"] = round(measured["peak_bytes"] / 2**20, 2)
+                    entry["tracemalloc_peak_by_quarter_mb"] = [
+                        round(q / 2**20, 2) for q in measured["quarters"]
+                    ]
                     entry["tracemalloc_seconds"] = round(measured["seconds"], 2)
                 entry[f"{mode}_summary"] = _summary(out_path)
     small, large = figures["runs"][str(min(SIZES))], figures["runs"][str(max(SIZES))]
@@ -204,7 +232,11 @@ def run() -> dict[str, Any]:
         f"(x{heap_ratio:.2f}), RSS {small['maxrss_mb']:.0f} → {large['maxrss_mb']:.0f} MB "
         f"(x{rss_ratio:.2f})"
     )
-    notes = []
+    notes = [
+        f"tracemalloc peak per quarter of the run: {min(SIZES)} docs "
+        f"{small['tracemalloc_peak_by_quarter_mb']} MB, {max(SIZES)} docs "
+        f"{large['tracemalloc_peak_by_quarter_mb']} MB"
+    ]
     if errors:
         notes.append(f"{errors} document(s) failed to ingest")
     kinds = large["subprocess_summary"]["ambiguities"]
