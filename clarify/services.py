@@ -672,6 +672,9 @@ def clarification_jobs_finish(clar: Clarification) -> int:
         subject=str(clar.pk),
         status__in=[JobStatus.PENDING, JobStatus.LEASED],
     )
+    if connection.vendor == "postgresql":
+        free = jobs.select_for_update(skip_locked=True).values_list("pk", flat=True)
+        jobs = Job.objects.filter(pk__in=list(free))
     return jobs.update(
         status=JobStatus.DONE,
         lease_token=None,
