@@ -11,7 +11,7 @@ from typing import Any
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import QuerySet
 
 from telha.common.errors import NotFound
@@ -667,15 +667,19 @@ def clarification_jobs_finish(clar: Clarification) -> int:
     not waited for: leasing and reaping lock the job first and then the clarification
     (`on_lease` / `on_dead` hooks), so waiting here deadlocked. That transaction finds the
     clarification answered once it gets the lock, and the worker completes such a job."""
-    jobs = Job.objects.filter(
-        kind=CLARIFY_JOB_KIND,
-        subject=str(clar.pk),
-        status__in=[JobStatus.PENDING, JobStatus.LEASED],
+    # One statement: UPDATE … WHERE id IN (SELECT id … FOR UPDATE SKIP LOCKED). SQLite
+    # has no row locks (one writer at a time): there the subquery is a plain SELECT.
+    free = (
+        Job.objects.filter(
+            kind=CLARIFY_JOB_KIND,
+            subject=str(clar.pk),
+            status__in=[JobStatus.PENDING, JobStatus.LEASED],
+        )
+        .order_by()
+        .select_for_update(skip_locked=True)
+        .values("pk")
     )
-    if connection.vendor == "postgresql":
-        free = jobs.select_for_update(skip_locked=True).values_list("pk", flat=True)
-        jobs = Job.objects.filter(pk__in=list(free))
-    return jobs.update(
+    return Job.objects.filter(pk__in=free).update(
         status=JobStatus.DONE,
         lease_token=None,
         lease_expires_at=None,
