@@ -363,7 +363,30 @@ def globex(workspace):
 
 # Slack fixtures (stub of the Web API, signed requests): tests/delivery/conftest_slack.py
 # Ask-in-chat fixtures (ASK_ENABLED, a world of facts): tests/delivery/conftest_ask.py
-from .conftest_ask import ask_on, world  # noqa: E402, F401
-from .conftest_slack import slack_payloads, slack_post, slack_settings, slack_stub  # noqa: E402, F401
+from .conftest_ask import ask_on, world  # noqa: E402
+from .conftest_slack import slack_payloads, slack_post, slack_settings, slack_stub  # noqa: E402
 
 # Teams fixtures (Bot Framework stub, locally signed tokens): tests/delivery/conftest_teams.py
+from .conftest_teams import (  # noqa: E402
+    teams_activities,
+    teams_alice,
+    teams_post,
+    teams_settings,
+    teams_stub,
+    teams_token,
+)
+
+__all__ = [
+    "ask_on",
+    "slack_payloads",
+    "slack_post",
+    "slack_settings",
+    "slack_stub",
+    "teams_activities",
+    "teams_alice",
+    "teams_post",
+    "teams_settings",
+    "teams_stub",
+    "teams_token",
+    "world",
+]
