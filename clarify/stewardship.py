@@ -59,17 +59,22 @@ def clarification_reask(
 ) -> Job:
     """Re-enqueue delivery for a new candidate list: the current routing job ends, open
     card nonces are revoked, an expired or dead-lettered clarification opens again."""
+    # Its routing jobs first, then the clarification: the order leasing and reaping lock
+    # them in (job, then its clarification in the on_lease / on_dead hooks), so a re-ask
+    # racing a lease waits instead of deadlocking.
+    routing = Job.objects.filter(
+        kind=CLARIFY_JOB_KIND,
+        subject=str(clarification.pk),
+        status__in=[JobStatus.PENDING, JobStatus.LEASED],
+    )
+    held = list(routing.select_for_update().values_list("pk", flat=True))
     clar = Clarification.objects.select_for_update().get(pk=clarification.pk)
     if clar.state == State.ANSWERED:
         raise Conflict("An answered clarification is not asked again.")
     for person in ranking:
         if person.tenant_id != clar.tenant_id:
             raise NotFound("No such person in this tenant.")
-    Job.objects.filter(
-        kind=CLARIFY_JOB_KIND,
-        subject=str(clar.pk),
-        status__in=[JobStatus.PENDING, JobStatus.LEASED],
-    ).update(
+    routing.filter(pk__in=held).update(
         status=JobStatus.DONE,
         lease_token=None,
         lease_expires_at=None,
@@ -184,10 +189,8 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
     needles = {pid, person.email}
     aliases = list(PersonAlias.objects.filter(person=person).values_list("value", flat=True))
     needles |= set(aliases)
-    counts: dict[str, int] = {
-        "clarifications": erase_person_attribution(tenant=tenant, person=person)
-    }
-
+    # Jobs before clarifications: leasing and reaping lock a job, then its clarification;
+    # taking them in the same order means waiting for a lease, never deadlocking with it.
     jobs = 0
     for job in Job.objects.select_for_update().filter(tenant=tenant, payload__icontains=pid):
         payload = dict(job.payload)
@@ -197,7 +200,10 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
         job.last_error = _scrub(job.last_error, needles)
         job.save(update_fields=["payload", "last_error", "updated_at"])
         jobs += 1
-    counts["jobs"] = jobs
+    counts: dict[str, int] = {
+        "clarifications": erase_person_attribution(tenant=tenant, person=person),
+        "jobs": jobs,
+    }
 
     deliveries = Delivery.objects.filter(person=person)
     CardAction.objects.filter(delivery__in=deliveries).delete()

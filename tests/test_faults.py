@@ -247,6 +247,123 @@ def test_answer_and_a_worker_leasing_its_job_do_not_deadlock(
     assert Job.objects.get(pk=held.job.pk).status == JobStatus.DONE
 
 
+def _lease_racing(clar_id: str, other: Callable[[], Any]) -> tuple[list[Any], list[Any]]:
+    """Lease the clarification's routing job in one thread, holding the job row for a
+    second before its `on_lease` hook locks the clarification, while `other` runs in a
+    second thread once the job is locked. Returns (leases, errors)."""
+    from django.db import connections
+
+    import clarify.routing
+    from telha.jobs.services import job_lease
+
+    barrier = threading.Barrier(2, timeout=30)
+    errors: list[BaseException] = []
+    leases: list[Any] = []
+    on_lease = clarify.routing.on_attempt_start
+
+    def slow_on_lease(job: Any) -> None:
+        barrier.wait()  # the job row is locked now; the other transaction starts
+        time.sleep(1.0)  # …and reaches the clarification and the job
+        on_lease(job)  # → locks the clarification
+
+    def lease() -> None:
+        try:
+            leases.extend(job_lease(tenant=None, audience="clarify", kinds=["clarify:"]))
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    def run_other() -> None:
+        try:
+            barrier.wait()
+            other()
+        except BaseException as exc:
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    with mock.patch("clarify.routing.on_attempt_start", side_effect=slow_on_lease):
+        threads = [threading.Thread(target=lease), threading.Thread(target=run_other)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(timeout=60)
+    return leases, errors
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_steward_reask_and_a_worker_leasing_the_job_do_not_deadlock(
+    workspace, people, ingest_client
+):
+    """A re-ask locks the routing job before the clarification (the order leasing uses),
+    so racing a lease it waits for it: the lease completes, then the re-ask supersedes
+    the job and enqueues the new ranking."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row-lock deadlocks need PostgreSQL")
+    from clarify.models import AuditEvent, Clarification
+    from clarify.stewardship import clarification_reask
+    from telha.jobs.models import Job, JobStatus
+
+    data = _support.submission_data(
+        external_id="deadlock/reask", author_email="alice@acme.test", ambiguous=True
+    )
+    created = ingest_client.post("/v1/submissions", data, format="json")
+    clar_id = created.json()["clarifications"][0]["id"]
+    old_job = Job.objects.get(subject=clar_id)
+    reasked: list[Any] = []
+
+    def reask() -> None:
+        clar = Clarification.objects.get(pk=clar_id)
+        reasked.append(
+            clarification_reask(clarification=clar, ranking=[people["bob"]], actor=people["sam"])
+        )
+
+    leases, errors = _lease_racing(clar_id, reask)
+
+    assert not errors, errors
+    assert [held.job.pk for held in leases] == [old_job.pk]
+    [new_job] = reasked
+    assert Job.objects.get(pk=old_job.pk).status == JobStatus.DONE  # superseded after the lease
+    assert Job.objects.get(pk=new_job.pk).payload["ranking"] == [str(people["bob"].pk)]
+    assert AuditEvent.objects.filter(clarification_id=clar_id, type="reasked").count() == 1
+
+
+@pytest.mark.postgres
+@pytest.mark.django_db(transaction=True)
+def test_a_gdpr_erasure_and_a_worker_leasing_a_job_do_not_deadlock(
+    workspace, people, ingest_client
+):
+    """Erasure rewrites the subject's jobs before their clarifications (jobs first, like
+    leasing), so racing a lease of a job that ranks the subject it waits, then erases."""
+    if connection.vendor != "postgresql":
+        pytest.skip("row-lock deadlocks need PostgreSQL")
+    from clarify.models import Clarification
+    from clarify.stewardship import gdpr_erase
+    from telha.jobs.models import Job
+
+    data = _support.submission_data(
+        external_id="deadlock/gdpr", author_email="alice@acme.test", ambiguous=True
+    )
+    created = ingest_client.post("/v1/submissions", data, format="json")
+    clar_id = created.json()["clarifications"][0]["id"]
+    alice = people["alice"]
+    assert str(alice.pk) in Clarification.objects.get(pk=clar_id).asked
+    counts: list[dict[str, int]] = []
+
+    leases, errors = _lease_racing(
+        clar_id, lambda: counts.append(gdpr_erase(tenant=workspace, person=alice))
+    )
+
+    assert not errors, errors
+    assert len(leases) == 1
+    [erased] = counts
+    assert erased["clarifications"] == 1 and erased["jobs"] == 1
+    assert str(alice.pk) not in Clarification.objects.get(pk=clar_id).asked
+    assert str(alice.pk) not in json.dumps(Job.objects.get(subject=clar_id).payload)
+
+
 # =======================================================================================
 # Helpers: processes, HTTP
 
