@@ -106,7 +106,9 @@ class DocumentAdmin(TenantScopedAdmin):
             return "-"
         if job.result:
             r = job.result
-            kinds = ", ".join(f"{k} {v}" for k, v in (r.get("ambiguities") or {}).items())
+            # Sorted by kind: PostgreSQL's jsonb does not keep the order the worker wrote.
+            found = sorted((r.get("ambiguities") or {}).items())
+            kinds = ", ".join(f"{k} {v}" for k, v in found)
             return (
                 f"{r.get('facts', 0)} facts, ambiguities: {kinds or 'none'}, "
                 f"{r.get('opened', 0)} opened, {r.get('deduplicated', 0)} deduplicated"

@@ -6,7 +6,6 @@ emitting ambiguities only when `options.clarify` is true), and the job's outcome
 
 import io
 import json
-import re
 from unittest import mock
 
 import pytest
@@ -340,10 +339,11 @@ def test_the_admin_upload_form(steward, workspace):
     run_ingest_worker()
     listing = steward.get("/admin/ingest/document/").content.decode()
     assert f"#{job.pk} done" in listing
-    # (the kinds in the stored order: PostgreSQL's jsonb orders keys by length)
-    outcome = re.search(r"2 facts, ambiguities: ([a-z_ 0-9,]+), 2 opened, 0 deduplicated", listing)
-    assert outcome is not None, listing
-    assert sorted(outcome.group(1).split(", ")) == ["conflicting_dates 1", "relative_date 1"]
+    # The kinds sorted by name on every database (jsonb does not keep key order).
+    assert (
+        "2 facts, ambiguities: conflicting_dates 1, relative_date 1, 2 opened, 0 deduplicated"
+        in listing
+    ), listing
 
 
 @pytest.mark.parametrize(
