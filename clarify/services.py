@@ -17,7 +17,7 @@ from django.db.models import QuerySet
 from telha.common.errors import NotFound
 from telha.common.times import TimeParseError, now_us, parse_us
 from telha.graph.models import EvidenceClass, Node, NodeVersion, SourceVersion
-from telha.graph.services import node_lock_current, node_version_write
+from telha.graph.services import node_current_version, node_lock_current, node_version_write
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import job_enqueue
 from telha.tenancy.models import Person, Rights, Tenant
@@ -292,8 +292,14 @@ def clarification_answer(
     elif readable is not None:
         clarifications = clarifications.filter(readable)
     try:
-        # Lock only the clarification row (bind() locks and reads the target itself).
-        clar = clarifications.select_for_update(of=("self",)).get(pk=clarification_id)
+        # Lock the clarification and its target node in one statement (clarification
+        # first, then node: the order bind() and every other writer of both use); bind()
+        # then only reads the node's current version.
+        clar = (
+            clarifications.select_related("target")
+            .select_for_update(of=("self", "target"))
+            .get(pk=clarification_id)
+        )
     except (Clarification.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
         raise NotFound("No such clarification.") from exc
     clar.tenant = caller.tenant  # the same row (filtered above); saves a query per event
@@ -359,6 +365,7 @@ def clarification_answer(
             evidence_class=EvidenceClass.STEWARD_OVERRIDE,
             responses=[record.pk],
             events=events,
+            target_locked=True,
             before_hooks=lambda v: _write(record, events, outcome=_bound_body(v)),
         )
         return AnswerResult(200, record.outcome, response_id=record.pk)
@@ -429,6 +436,7 @@ def clarification_answer(
         evidence_class=evidence,
         responses=counting,
         events=events,
+        target_locked=True,
         before_hooks=lambda v: _write(
             record, events, status=BindingStatus.BOUND, outcome=_bound_body(v)
         ),
@@ -593,6 +601,7 @@ def bind(
     responses: list[Any] | None = None,
     events: list[AuditEvent] | None = None,
     before_hooks: Callable[[NodeVersion], None] | None = None,
+    target_locked: bool = False,
 ) -> NodeVersion:
     """The bitemporal correction: a new version of the target with the answer's interval,
     the extraction confidence restored, no longer pending, `provenance.clarification` set.
@@ -601,9 +610,14 @@ def bind(
 
     `events`: audit events buffered by the caller; bind appends its own and inserts them
     all before the routing job is finished and the BIND_HOOKS run. `before_hooks(version)`
-    runs just before that (the answer inserts its response record there)."""
+    runs just before that (the answer inserts its response record there).
+    `target_locked`: `clar.target` was loaded and locked with the clarification in this
+    transaction (the answer does), so only its current version is read here."""
     # Lock the target, then read its current version (once: handed to the write).
-    node, current = node_lock_current(clar.target_id)
+    if target_locked:
+        node, current = clar.target, node_current_version(clar.target_id)
+    else:
+        node, current = node_lock_current(clar.target_id)
     if current is None:
         raise NodeVersion.DoesNotExist("The clarification's target has no current version.")
     clar.target = node

@@ -83,7 +83,13 @@ def node_lock_current(node_id: Any) -> tuple[Node, NodeVersion | None]:
     and that version; hand both to `node_version_write(node=…, current=…)` in the same
     transaction to skip a second lock and read."""
     node = Node.objects.select_for_update().filter(pk=node_id).get()
-    return node, NodeVersion.objects.filter(node_id=node_id, tx_to__isnull=True).first()
+    return node, node_current_version(node_id)
+
+
+def node_current_version(node_id: Any) -> NodeVersion | None:
+    """The node's current version (None before the first). Read it after locking the node
+    when it is about to be replaced (`node_lock_current`)."""
+    return NodeVersion.objects.filter(node_id=node_id, tx_to__isnull=True).first()
 
 
 _READ = object()  # node_version_write: lock the node and read its current version itself
