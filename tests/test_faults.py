@@ -886,6 +886,7 @@ def test_database_restart_503_while_down_and_recovery_without_app_restart(
         workers_before = sorted(children(master))
         cluster = QCluster(env, tmp_path / "qcluster.log")
         cluster.start()
+        cluster.wait_running()
         port = server.port
         taps = iter(range(1, 1000))
 
@@ -1131,7 +1132,21 @@ class QCluster:
         self.proc: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
-        self.proc = spawn([PYTHON, "manage.py", "qcluster"], self.env, self.log)
+        # INFO: django-q2's "Q Cluster … running." line is what wait_running() looks for.
+        env = {**self.env, "LOG_LEVEL": "INFO"}
+        self.proc = spawn([PYTHON, "manage.py", "qcluster"], env, self.log)
+
+    def wait_running(self, timeout: float = 90.0) -> None:
+        """Until django-q2 logs "Q Cluster … running." (its sentinel is guarding the
+        workers). A cluster whose database vanishes before that exits, as it should, for
+        its supervisor to restart it; outages are tested on a running cluster."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            assert self.alive(), f"the cluster exited while starting\n{tail(self.log)}"
+            if self.log.exists() and " running." in self.log.read_text(errors="replace"):
+                return
+            time.sleep(0.2)
+        raise AssertionError(f"the cluster did not start in {timeout:.0f}s\n{tail(self.log)}")
 
     def workers(self) -> list[int]:
         """The sentinel's children (workers, monitor, pusher), which its guard replaces."""
