@@ -150,11 +150,11 @@ def _bulk(tenant: Any, people: dict[str, Any]) -> None:
               jsonb_build_object('ranking', %(ranking)s::jsonb) {series}""",
         f"""INSERT INTO jobs_job (tenant_id, kind, audience, priority, payload, subject,
               status, attempts, max_attempts, run_after, lease_token, lease_holder,
-              lease_expires_at, last_error, result, created_at, updated_at)
+              lease_expires_at, last_error, result, request_id, created_at, updated_at)
             SELECT %(tenant)s, 'clarify:temporal', 'clarify', 2,
               jsonb_build_object('v', 1, 'clarificationId', {clar}::text,
                                  'ranking', %(ranking)s::jsonb),
-              {clar}::text, 'done', 1, 3, now(), NULL, '', NULL, '', NULL, now(), now()
+              {clar}::text, 'done', 1, 3, now(), NULL, '', NULL, '', NULL, '', now(), now()
             {series}""",
     ]
     with connection.cursor() as cursor:

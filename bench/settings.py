@@ -13,3 +13,6 @@ from telha.settings import *  # noqa: F403
 
 ALLOWED_HOSTS = ["127.0.0.1"]
 ROOT_URLCONF = "bench.urls"
+
+# The bench app: the idiomatic baseline's model (its table is created by the benchmark).
+INSTALLED_APPS = [*INSTALLED_APPS, "bench"]  # noqa: F405
