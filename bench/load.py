@@ -15,9 +15,9 @@ the response is the one expected):
 
 Set-up (not measured): a fresh database `telha_load` (bench._support, 127.0.0.1:5432), the
 bench workspace with a Slack id for every editor, a local stub of the Slack Web API
-(tests/delivery/slack_stub.py) that the product really calls (chat.postMessage when the
-delivery worker sends a card, chat.update when a tap answers it), and two pools of open
-clarifications made through the real submission path:
+(tests/delivery/slack_stub.py, in a process of its own) that the product really calls
+(chat.postMessage when the delivery worker sends a card, chat.update when a tap answers
+it), and two pools of open clarifications made through the real submission path:
 
 - tap pool: the delivery worker (`telha.jobs.tasks.work`, in this process, against the
   stub) sends every card first, so each tap has its Delivery row, nonce and message;
@@ -44,6 +44,7 @@ digests (so every tap card is sent), the hook rate limit raised (every client is
 from __future__ import annotations
 
 import asyncio
+import gc
 import json
 import os
 import random
@@ -63,6 +64,7 @@ if str(REPO) not in sys.path:
 os.environ.setdefault("BENCH_DB_NAME", "telha_load")
 
 from bench import _support  # noqa: E402
+from bench.bench_delivery import StubProcess  # noqa: E402
 from tests.delivery.conftest_slack import (  # noqa: E402
     BOT_TOKEN,
     SIGNING_SECRET,
@@ -70,7 +72,6 @@ from tests.delivery.conftest_slack import (  # noqa: E402
     form_body,
     signed_headers,
 )
-from tests.delivery.slack_stub import RunningStub  # noqa: E402
 
 RESULTS = REPO / "var" / "load-results.json"
 CLIENTS = int(os.environ.get("LOAD_CLIENTS", "32"))
@@ -252,6 +253,7 @@ class Workload:
         self.rng = random.Random(7)
         self.counter = 0
         self.taps = 0
+        self.loop_lag_ms: list[float] = []  # the clients' own event-loop lag, last run
 
     def next_request(self) -> tuple[str, bytes, Any]:
         """(operation, raw HTTP request, context for the response check)."""
@@ -340,7 +342,7 @@ class Workload:
 async def run_clients(
     work: Workload, clients: int, seconds: float, think: float = 0.0
 ) -> tuple[dict[str, OpStats], float]:
-    """`clients` keep-alive clients for `seconds`. `think` > 0: after each response a client
+    """`clients` keep-alive clients for `seconds`. `think` > 0: before each request a client
     waits uniformly between 0.5 x and 1.5 x `think` seconds (locust's `between`), like a
     person or a script between calls; 0 is a closed loop with no pause."""
     stats = {op: OpStats() for op in OPERATIONS}
@@ -352,6 +354,12 @@ async def run_clients(
         writer: asyncio.StreamWriter | None = None
         try:
             while time.perf_counter() < deadline:
+                if think > 0:
+                    # Think first, so the clients start spread out like users arriving
+                    # (all 32 firing at t=0 would be a burst no paced user makes).
+                    await asyncio.sleep(random.uniform(0.5 * think, 1.5 * think))
+                    if time.perf_counter() >= deadline:
+                        break
                 op, raw, _ = work.next_request()
                 st = stats[op]
                 t0 = time.perf_counter()
@@ -384,13 +392,20 @@ async def run_clients(
                     st.errors += 1
                     if len(st.samples) < 3:
                         st.samples.append(f"{status} {body[:200]!r}")
-                if think > 0:
-                    await asyncio.sleep(random.uniform(0.5 * think, 1.5 * think))
         finally:
             if writer is not None:
                 writer.close()
 
-    await asyncio.gather(*(client() for _ in range(clients)))
+    async def lag_monitor() -> None:
+        """How late a 10 ms timer fires in the clients' loop: a late loop reads responses
+        late, and that delay would be counted as server latency."""
+        work.loop_lag_ms = []
+        while time.perf_counter() < deadline:
+            t0 = time.perf_counter()
+            await asyncio.sleep(0.01)
+            work.loop_lag_ms.append((time.perf_counter() - t0 - 0.01) * 1000)
+
+    await asyncio.gather(lag_monitor(), *(client() for _ in range(clients)))
     return stats, time.perf_counter() - started
 
 
@@ -490,11 +505,11 @@ def phase_figures(
 def main() -> int:
     started = time.perf_counter()
     load_before = os.getloadavg()[0]
-    stub = RunningStub()
+    stub = StubProcess()  # its own process: the stub never takes the clients' CPU
     phases: list[dict[str, Any]] = []
     loads: list[float] = []
     try:
-        configure_environment(stub.stub.url)
+        configure_environment(stub.url)
         ctx = _support.setup()
         print(f"database {_support.DATABASE_URL}: set up in {ctx.setup_seconds:.1f}s", flush=True)
         editors_on_slack(ctx)
@@ -520,10 +535,28 @@ def main() -> int:
                 pools.exhausted.clear()
                 loads.append(os.getloadavg()[0])
                 cpu_start = server_cpu_seconds(server)
-                stats, elapsed = asyncio.run(run_clients(work, CLIENTS, SECONDS, think))
+                # The clients are the instrument: no collector pause inside a measurement.
+                gc.collect()
+                gc.disable()
+                try:
+                    stats, elapsed = asyncio.run(run_clients(work, CLIENTS, SECONDS, think))
+                finally:
+                    gc.enable()
                 cpu_used = server_cpu_seconds(server) - cpu_start
                 loads.append(os.getloadavg()[0])
                 figures = phase_figures(name, stats, elapsed, think, cpu_used)
+                lag = sorted(work.loop_lag_ms) or [0.0]
+                figures["client_loop_lag_ms"] = {
+                    "p50": round(_support.percentile(lag, 0.5), 1),
+                    "p99": round(_support.percentile(lag, 0.99), 1),
+                    "max": round(lag[-1], 1),
+                }
+                figures["notes"].append(
+                    "client event-loop lag (a 10 ms timer firing late): p50 "
+                    f"{figures['client_loop_lag_ms']['p50']} ms, p99 "
+                    f"{figures['client_loop_lag_ms']['p99']} ms, max "
+                    f"{figures['client_loop_lag_ms']['max']} ms"
+                )
                 if pools.exhausted:
                     figures["notes"].append(
                         "pool ran out during the phase (replaced by detail reads): "
