@@ -43,7 +43,8 @@ bench: venv
 	$(BIN)/python bench/run_all.py
 
 ## Mixed load (submissions, reads, answers, signed Slack taps) on gunicorn + PostgreSQL,
-## 32 clients; prints p50/p99 per operation and writes var/load-results.json.
+## 32 clients, closed loop then paced (0.5-1.5 s think time); prints p50/p99 per operation
+## for each phase and writes var/load-results.json.
 load: venv
 	$(BIN)/python bench/load.py
 
