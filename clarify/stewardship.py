@@ -9,6 +9,7 @@ import uuid
 from typing import Any
 
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from delivery.models import CardAction, ChatTurn, Delivery, NonceState, TeamsConversation
@@ -178,6 +179,25 @@ def erase_person_attribution(*, tenant: Tenant, person: Person) -> int:
     return changed
 
 
+def _person_node_erase(node: Node) -> None:
+    """Purge a node standing for the erased person (their own, or one keyed by an alias):
+    its whole history goes, its link and key are replaced, and one version remains that
+    says only that a person was erased."""
+    NodeVersion.objects.filter(node=node).delete()
+    node.person = None
+    node.key = f"erased:{uuid.uuid4()}"
+    node.save(update_fields=["person", "key"])
+    node_version_write(
+        node=node,
+        labels=["PERSON"],
+        properties={"erased": True},
+        valid_from=None,
+        valid_to=None,
+        confidence=1.0,
+        provenance={},
+    )
+
+
 @transaction.atomic
 def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
     """The full erasure executor: attribution erasure everywhere, job rankings with the
@@ -220,42 +240,19 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
             AuditEvent.objects.filter(pk=event.pk).update(detail=scrubbed)
 
     # ACL principals naming the person, and the person's own graph node.
-    principals = {f"email:{person.email}"} | {f"aad:{a}" for a in aliases}
+    principals = {f"email:{person.email}".lower()} | {f"aad:{a}".lower() for a in aliases}
     for source in Source.objects.filter(tenant=tenant):
-        kept = [p for p in source.acl if p.lower() not in {q.lower() for q in principals}]
+        kept = [p for p in source.acl if p.lower() not in principals]
         if kept != source.acl:
             source_acl_set(source=source, acl=kept)
-    for node in Node.objects.filter(tenant=tenant, person=person):
-        NodeVersion.objects.filter(node=node).delete()
-        node.person = None
-        node.key = f"erased:{uuid.uuid4()}"
-        node.save(update_fields=["person", "key"])
-        node_version_write(
-            node=node,
-            labels=["PERSON"],
-            properties={"erased": True},
-            valid_from=None,
-            valid_to=None,
-            confidence=1.0,
-            provenance={},
-        )
     alias_keys = [
         f"{kind}:{value.lower()}"
         for kind, value in PersonAlias.objects.filter(person=person).values_list("kind", "value")
     ]
-    for node in Node.objects.filter(tenant=tenant, source__isnull=True, key__in=alias_keys):
-        NodeVersion.objects.filter(node=node).delete()
-        node.key = f"erased:{uuid.uuid4()}"
-        node.save(update_fields=["key"])
-        node_version_write(
-            node=node,
-            labels=["PERSON"],
-            properties={"erased": True},
-            valid_from=None,
-            valid_to=None,
-            confidence=1.0,
-            provenance={},
-        )
+    for node in Node.objects.filter(
+        Q(person=person) | Q(source__isnull=True, key__in=alias_keys), tenant=tenant
+    ):
+        _person_node_erase(node)
 
     counts["aliases"] = PersonAlias.objects.filter(person=person).delete()[0]
     person.api_keys.all().delete()

@@ -147,6 +147,28 @@ def _event(clar: Clarification, type: str, **detail: Any) -> None:
     audit_event_append(tenant=clar.tenant, clarification=clar, type=type, detail=detail)
 
 
+def _delivery_failed(
+    clar: Clarification,
+    delivery: Delivery,
+    exc: DeliveryError,
+    *,
+    attempt: int,
+    person: Person,
+    route: Route,
+) -> None:
+    """A send that failed after its retries: the delivery row and a `delivery_failed` event."""
+    Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
+    _event(
+        clar,
+        "delivery_failed",
+        attempt=attempt,
+        candidate=str(person.pk),
+        channel=route.channel.name,
+        reason=DELIVERY_FAILED,
+        error=str(exc)[:300],
+    )
+
+
 def handle_lease(lease: Lease) -> None:
     """Process one leased clarify:temporal job (see module docstring)."""
     job = lease.job
@@ -273,16 +295,7 @@ def _ask(
     try:
         ref = _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
     except DeliveryError as exc:
-        Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
-        _event(
-            clar,
-            "delivery_failed",
-            attempt=attempt,
-            candidate=str(person.pk),
-            channel=route.channel.name,
-            reason=DELIVERY_FAILED,
-            error=str(exc)[:300],
-        )
+        _delivery_failed(clar, delivery, exc, attempt=attempt, person=person, route=route)
         job_fail(
             tenant=None,
             job_id=lease.job.pk,
@@ -350,16 +363,7 @@ def _escalate(lease: Lease, clar: Clarification, attempt: int) -> None:
                 )
             )
         except DeliveryError as exc:
-            Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
-            _event(
-                clar,
-                "delivery_failed",
-                attempt=attempt,
-                candidate=str(steward.pk),
-                channel=route.channel.name,
-                reason=DELIVERY_FAILED,
-                error=str(exc)[:300],
-            )
+            _delivery_failed(clar, delivery, exc, attempt=attempt, person=steward, route=route)
             continue
         Delivery.objects.filter(pk=delivery.pk).update(
             status=DeliveryStatus.SENT,

@@ -193,11 +193,7 @@ def test_answer_and_a_worker_leasing_its_job_do_not_deadlock(
     from delivery import worker
     from telha.jobs.models import Job, JobStatus
 
-    data = _support.submission_data(
-        external_id="deadlock/1", author_email="alice@acme.test", ambiguous=True
-    )
-    created = ingest_client.post("/v1/submissions", data, format="json")
-    clar_id = created.json()["clarifications"][0]["id"]
+    clar_id = _clarification_by_alice(ingest_client, "deadlock/1")
     statuses: list[int] = []
 
     def answer() -> None:
@@ -213,6 +209,16 @@ def test_answer_and_a_worker_leasing_its_job_do_not_deadlock(
     [held] = leases
     worker.handle_lease(held)  # the worker finds the clarification answered
     assert Job.objects.get(pk=held.job.pk).status == JobStatus.DONE
+
+
+def _clarification_by_alice(ingest_client: Any, external_id: str) -> str:
+    """Submit a document by Alice with one ambiguity; the id of the clarification it opens
+    (its routing job is ready to lease)."""
+    data = _support.submission_data(
+        external_id=external_id, author_email="alice@acme.test", ambiguous=True
+    )
+    created = ingest_client.post("/v1/submissions", data, format="json")
+    return str(created.json()["clarifications"][0]["id"])
 
 
 def _lease_racing(other: Callable[[], Any]) -> tuple[list[Any], list[Any]]:
@@ -274,11 +280,7 @@ def test_a_steward_reask_and_a_worker_leasing_the_job_do_not_deadlock(
     from clarify.stewardship import clarification_reask
     from telha.jobs.models import Job, JobStatus
 
-    data = _support.submission_data(
-        external_id="deadlock/reask", author_email="alice@acme.test", ambiguous=True
-    )
-    created = ingest_client.post("/v1/submissions", data, format="json")
-    clar_id = created.json()["clarifications"][0]["id"]
+    clar_id = _clarification_by_alice(ingest_client, "deadlock/reask")
     old_job = Job.objects.get(subject=clar_id)
     reasked: list[Any] = []
 
@@ -311,11 +313,7 @@ def test_a_gdpr_erasure_and_a_worker_leasing_a_job_do_not_deadlock(
     from clarify.stewardship import gdpr_erase
     from telha.jobs.models import Job
 
-    data = _support.submission_data(
-        external_id="deadlock/gdpr", author_email="alice@acme.test", ambiguous=True
-    )
-    created = ingest_client.post("/v1/submissions", data, format="json")
-    clar_id = created.json()["clarifications"][0]["id"]
+    clar_id = _clarification_by_alice(ingest_client, "deadlock/gdpr")
     alice = people["alice"]
     assert str(alice.pk) in Clarification.objects.get(pk=clar_id).asked
     counts: list[dict[str, int]] = []
