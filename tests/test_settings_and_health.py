@@ -3,6 +3,7 @@ schema and docs, and `GET /healthz` (CONTRACT §3.6)."""
 
 import json
 import os
+import re
 import secrets
 import subprocess
 import sys
@@ -11,6 +12,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+from django.contrib.staticfiles import finders
 from django.core.management import call_command
 from django.db import DatabaseError, connection
 
@@ -240,3 +242,16 @@ def test_interactive_docs_exist(client, db):
     assert response.status_code == 200
     assert b"swagger" in response.content.lower()
     assert b"/v1/schema/" in response.content
+
+
+def test_interactive_docs_load_only_local_static_assets(client, db):
+    """Offline `make run` shows working docs: swagger-ui comes from the sidecar's static
+    files, never a CDN, and every asset the page references exists."""
+    page = client.get("/v1/docs/").content.decode()
+    assets = re.findall(r'(?:src|href)="([^"]+)"', page)
+    assert any(a.endswith("swagger-ui-bundle.js") for a in assets), assets
+    assert any(a.endswith("swagger-ui.css") for a in assets), assets
+    for asset in assets:
+        assert asset.startswith("/static/"), asset
+        assert finders.find(asset.removeprefix("/static/")), f"{asset} is not a static file"
+    assert "cdn.jsdelivr" not in page and "unpkg.com" not in page

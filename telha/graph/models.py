@@ -117,9 +117,13 @@ class Span(models.Model):
 class Node(models.Model):
     """The logical identity of a fact or a person across versions.
 
-    A fact node is identified by (tenant, source, key); a PERSON node resolved to a known
-    person is the tenant's one node for that person; an unresolved PERSON node is keyed by
-    its alias ("email:…") so it is never duplicated."""
+    A fact node is identified by (tenant, source, key) and readable under its source's ACL.
+    A PERSON node resolved to a known person is the tenant's one node for that person
+    (sourceless, readable by the whole tenant). An unresolved PERSON node is keyed by its
+    alias ("email:…"), tenant-wide, so it is never duplicated; its `origin` is the source
+    that first named it, whose ACL governs reading it (its properties came from that
+    document). When the person becomes known, that node is adopted as theirs — still under
+    its origin's ACL, since its history holds what the document said."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="nodes")
@@ -129,6 +133,15 @@ class Node(models.Model):
     key = models.CharField(max_length=500)
     person = models.ForeignKey(
         Person, on_delete=models.SET_NULL, null=True, blank=True, related_name="nodes"
+    )
+    origin = models.ForeignKey(
+        Source,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="originated_nodes",
+        help_text="For a sourceless node first named by a document: that document, whose "
+        "ACL governs who may read the node.",
     )
     created_at = models.DateTimeField(auto_now_add=True)
 

@@ -3,7 +3,7 @@
 from typing import Any
 
 from django.contrib.auth.models import Permission, User
-from django.db.models import BooleanField, Expression, F, Q, QuerySet
+from django.db.models import BooleanField, Expression, F, OuterRef, Q, QuerySet, Subquery
 from django.db.models.signals import post_migrate
 
 from telha.common.times import interval_contains
@@ -128,11 +128,17 @@ def readable_sources(caller: Caller) -> QuerySet[Source]:
 
 
 def readable_nodes(caller: Caller) -> QuerySet[Node]:
-    """Nodes of the caller's tenant that are sourceless (people) or from readable sources."""
+    """Nodes of the caller's tenant the caller may read: a fact under its source's ACL; a
+    PERSON node first named by a document (unresolved, or adopted since) under that
+    document's ACL (`origin`); any other sourceless node (a known person's) tenant-wide."""
     nodes = Node.objects.filter(tenant=caller.tenant)
     if caller.sees_whole_tenant:
         return nodes
-    return nodes.filter(Q(source__isnull=True) | source_readable_q(caller.user, source="source"))
+    return nodes.filter(
+        Q(source__isnull=True, origin__isnull=True)
+        | (Q(source__isnull=True) & source_readable_q(caller.user, source="origin"))
+        | source_readable_q(caller.user, source="source")
+    )
 
 
 def node_version_as_of(*, node_id: Any, tx_at: int) -> NodeVersion | None:
@@ -163,13 +169,25 @@ def versions_visible(
     text: str | None = None,
     current: bool = False,
 ) -> QuerySet[NodeVersion]:
-    """Versions of `nodes` visible at (valid_at, tx_at), filtered by labels (all of them)
-    and a case-insensitive substring."""
-    qs = NodeVersion.objects.filter(node__in=nodes)
+    """Versions of `nodes` visible at (valid_at, tx_at), filtered by labels (all of them,
+    case-insensitively) and a case-insensitive substring.
+
+    `current`: the current versions (`tx_to IS NULL`, the partial index). Otherwise the
+    as-of form, per node: a correlated subquery picks the node's version id with
+    `tx_from <= T ORDER BY tx_from DESC LIMIT 1` (one probe of the `(node, tx_from)`
+    index, whatever the history depth), then that row's `tx_to` is checked — never an
+    `OR tx_to > T` filter over the whole history."""
     if current:
-        qs = qs.filter(tx_to__isnull=True)
+        qs = NodeVersion.objects.filter(node__in=nodes, tx_to__isnull=True)
     else:
-        qs = qs.filter(tx_from__lte=tx_at).filter(Q(tx_to__isnull=True) | Q(tx_to__gt=tx_at))
+        as_of = (
+            NodeVersion.objects.filter(node_id=OuterRef("pk"), tx_from__lte=tx_at)
+            .order_by("-tx_from")
+            .values("pk")[:1]
+        )
+        picked = nodes.annotate(as_of_version=Subquery(as_of)).values("as_of_version")
+        # NOT (tx_to <= T AND tx_to IS NOT NULL): the picked row was not closed by T.
+        qs = NodeVersion.objects.filter(pk__in=picked).exclude(tx_to__lte=tx_at)
     qs = qs.filter(Q(valid_from__isnull=True) | Q(valid_from__lte=valid_at)).filter(
         Q(valid_to__isnull=True) | Q(valid_to__gt=valid_at)
     )

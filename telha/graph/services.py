@@ -4,12 +4,14 @@ from collections.abc import Iterable
 from typing import Any
 
 from django.db import transaction
-from guardian.shortcuts import assign_perm
+from django.db.models import Q, Value
+from django.db.models.functions import Concat, Lower
 
 from telha.common.times import now_us
-from telha.tenancy.models import AliasKind, PersonAlias, Tenant, TenantGroup
+from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
 
 from .models import (
+    Edge,
     EvidenceClass,
     Node,
     NodeVersion,
@@ -18,7 +20,6 @@ from .models import (
     SourceUserObjectPermission,
 )
 
-VIEW_SOURCE = "graph.view_source"
 ACL_KINDS = ("group", "email", "aad")
 
 
@@ -40,36 +41,202 @@ def search_text_for(labels: Iterable[str], properties: dict[str, Any]) -> str:
 def source_acl_set(*, source: Source, acl: list[str]) -> None:
     """Replace the source's ACL: the principal list and the guardian permissions.
 
-    Principals that match no known person or group grant nothing (they are kept in
-    `acl` so a person loaded later can be granted by re-applying)."""
+    Principals that match no known person or group grant nothing; they are kept in `acl`
+    and granted when a workspace load brings the person or group (`source_acls_sync`)."""
     source.acl = list(acl)
     source.save(update_fields=["acl"])
-    SourceUserObjectPermission.objects.filter(content_object=source).delete()
-    SourceGroupObjectPermission.objects.filter(content_object=source).delete()
-    users, groups = principals_to_users_and_groups(tenant=source.tenant, acl=acl)
-    for user in users:
-        assign_perm(VIEW_SOURCE, user, source)
-    for group in groups:
-        assign_perm(VIEW_SOURCE, group, source)
+    source_acls_sync(tenant=source.tenant, sources=[source])
 
 
-def principals_to_users_and_groups(*, tenant: Tenant, acl: list[str]) -> tuple[list, list]:
-    """Resolve ACL principals to the tenant's Django users and auth groups."""
-    emails = [p.partition(":")[2].strip().lower() for p in acl if p.startswith("email:")]
-    oids = [p.partition(":")[2].strip().lower() for p in acl if p.startswith("aad:")]
-    names = [p.partition(":")[2].strip() for p in acl if p.startswith("group:")]
-    aliases = PersonAlias.objects.filter(tenant=tenant).select_related("person__user")
-    matched = aliases.filter(kind=AliasKind.EMAIL, value__in=emails) | aliases.filter(
-        kind=AliasKind.AAD_OID, value__in=oids
-    )
-    users = {a.person.user for a in matched if a.person.user is not None}
-    groups = [
-        tg.auth_group
-        for tg in TenantGroup.objects.filter(tenant=tenant, name__in=names).select_related(
-            "auth_group"
-        )
+def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None) -> int:
+    """Make the guardian `view_source` rows of `sources` (default: every source of the
+    tenant) exactly what their ACL principals resolve to now: people by their `email` and
+    `aadOid` aliases, groups by name. Run after anything that changes people, aliases or
+    groups (a workspace load), so a principal named before it existed is granted and a
+    removed alias loses its grant.
+
+    In bulk, whatever the number of sources: a fixed number of queries reads the ACLs,
+    resolves every principal at once and reads the existing rows; the missing rows are
+    inserted with one `bulk_create` per table and the stale ones removed with one delete
+    per table. Other permissions on sources are left alone. Returns the number of rows
+    inserted or removed (0 when everything was already in place)."""
+    from .selectors import view_source_permission_id  # selectors import the auth layer
+
+    if sources is None:
+        acls = dict(Source.objects.filter(tenant=tenant).values_list("pk", "acl"))
+        scope: dict[str, Any] = {"content_object__tenant": tenant}
+    else:
+        acls = {s.pk: s.acl for s in sources}
+        scope = {"content_object_id__in": list(acls)}
+    principals = {p for acl in acls.values() for p in acl if acl_principal_valid(p)}
+    users, groups = _principals_resolve(tenant=tenant, principals=principals)
+    want_users = {(sid, users[p]) for sid, acl in acls.items() for p in acl if p in users}
+    want_groups = {(sid, groups[p]) for sid, acl in acls.items() for p in acl if p in groups}
+    permission = view_source_permission_id()
+    changed = 0
+    tables: list[tuple[Any, str, set[tuple[Any, int]]]] = [
+        (SourceUserObjectPermission, "user_id", want_users),
+        (SourceGroupObjectPermission, "group_id", want_groups),
     ]
-    return sorted(users, key=lambda u: u.pk), groups
+    for model, owner, wanted in tables:
+        rows = model.objects.filter(permission_id=permission, **scope)
+        have: dict[tuple[Any, int], int] = {
+            (sid, oid): pk for pk, sid, oid in rows.values_list("pk", "content_object_id", owner)
+        }
+        stale = [pk for pair, pk in have.items() if pair not in wanted]
+        missing = [
+            model(content_object_id=sid, permission_id=permission, **{owner: oid})
+            for sid, oid in sorted(wanted - set(have), key=str)
+        ]
+        for start in range(0, len(stale), _BATCH):
+            model.objects.filter(pk__in=stale[start : start + _BATCH]).delete()
+        model.objects.bulk_create(missing, batch_size=_BATCH)
+        changed += len(stale) + len(missing)
+    return changed
+
+
+# Rows per delete or insert, and the longest IN list sent (SQLite caps bound parameters).
+_BATCH = 500
+_ALIAS_OF_PRINCIPAL: dict[str, str] = {
+    "email": AliasKind.EMAIL.value,
+    "aad": AliasKind.AAD_OID.value,
+}
+
+
+def _principal_value(principal: str) -> str:
+    return principal.partition(":")[2].strip()
+
+
+def _principals_resolve(
+    *, tenant: Tenant, principals: set[str]
+) -> tuple[dict[str, int], dict[str, int]]:
+    """`{principal: user id}` for `email:`/`aad:` principals naming a person of the tenant
+    (not erased, with a user) and `{principal: auth group id}` for `group:` principals
+    naming a tenant group. Two queries, whatever the number of principals."""
+    by_alias: dict[tuple[str, str], list[str]] = {}
+    for p in principals:
+        alias_kind = _ALIAS_OF_PRINCIPAL.get(p.partition(":")[0])
+        if alias_kind is not None:
+            by_alias.setdefault((alias_kind, _principal_value(p).lower()), []).append(p)
+    users: dict[str, int] = {}
+    if by_alias:
+        aliases = PersonAlias.objects.filter(
+            tenant=tenant,
+            kind__in={k for k, _ in by_alias},
+            person__erased_at__isnull=True,
+            person__user__isnull=False,
+        )
+        if len(by_alias) <= _BATCH:  # else read the tenant's aliases (no huge IN list)
+            aliases = aliases.filter(value__in={v for _, v in by_alias})
+        for kind, value, user_id in aliases.values_list("kind", "value", "person__user_id"):
+            for p in by_alias.get((kind, value), []):
+                users[p] = user_id
+    names: dict[str, list[str]] = {}
+    for p in principals:
+        if p.startswith("group:"):
+            names.setdefault(_principal_value(p), []).append(p)
+    groups: dict[str, int] = {}
+    if names:
+        rows = TenantGroup.objects.filter(tenant=tenant)
+        if len(names) <= _BATCH:
+            rows = rows.filter(name__in=list(names))
+        for name, group_id in rows.values_list("name", "auth_group_id"):
+            for p in names.get(name, []):
+                groups[p] = group_id
+    return users, groups
+
+
+def person_alias_key(kind: str, value: str) -> str:
+    """The key of an unresolved PERSON node named by this alias ("email:a@b.test")."""
+    return f"{kind}:{value.strip().lower()}"
+
+
+def _person_version_write(node: Node, person: Person) -> NodeVersion:
+    return node_version_write(
+        node=node,
+        labels=["PERSON"],
+        properties={"name": person.name, "email": person.email},
+        valid_from=None,
+        valid_to=None,
+        confidence=1.0,
+        provenance={},
+    )
+
+
+def person_node_get(*, person: Person) -> Node:
+    """The tenant's one node for a known person: theirs if it exists, else an unresolved
+    node keyed by one of their aliases adopted as theirs (`person_nodes_adopt`), else a new
+    sourceless node with their name and email. Never a second node for the person."""
+    node = Node.objects.filter(tenant_id=person.tenant_id, person=person).first()
+    if node is not None:
+        return node
+    adopted = person_nodes_adopt(tenant=person.tenant, people=[person])
+    if person.pk in adopted:
+        return adopted[person.pk]
+    node, created = Node.objects.get_or_create(
+        tenant_id=person.tenant_id, person=person, defaults={"key": f"person:{person.pk}"}
+    )
+    if created:
+        _person_version_write(node, person)
+    return node
+
+
+def person_nodes_adopt(
+    *, tenant: Tenant, people: Iterable[Person] | None = None
+) -> dict[Any, Node]:
+    """Bind unresolved PERSON nodes to the known people whose aliases key them (default:
+    every person of the tenant), so resolution never leaves a second node for a person.
+
+    For a person without a node, the oldest matching unresolved node becomes theirs: linked,
+    re-keyed `person:<id>`, and given a new version with their name and email (the earlier
+    versions stay, and so does the node's `origin`, whose ACL keeps governing it). The edges
+    of any further matching node are moved onto the person's node (a relation it already
+    has is dropped), leaving that node unlinked. One query when there is nothing to adopt.
+    Returns `{person id: adopted node}`."""
+    unresolved = Node.objects.filter(tenant=tenant, source__isnull=True, person__isnull=True)
+    # The alias as a node key (`person_alias_key`: values are stored stripped), matched in
+    # the database: no list of every alias of the tenant is sent.
+    aliases = (
+        PersonAlias.objects.filter(tenant=tenant, person__erased_at__isnull=True)
+        .annotate(node_key=Concat("kind", Value(":"), Lower("value")))
+        .filter(node_key__in=unresolved.values("key"))
+    )
+    if people is not None:
+        aliases = aliases.filter(person__in=[p.pk for p in people])
+    owner_of = dict(aliases.values_list("node_key", "person_id"))
+    if not owner_of:
+        return {}
+    candidates = list(unresolved.filter(key__in=list(owner_of)).order_by("created_at", "pk"))
+    owners = {owner_of[n.key] for n in candidates}
+    people_by_id = Person.objects.in_bulk(list(owners))
+    node_of: dict[Any, Any] = dict(
+        Node.objects.filter(tenant=tenant, person_id__in=owners).values_list("person_id", "pk")
+    )
+    adopted: dict[Any, Node] = {}
+    for node in candidates:
+        person = people_by_id[owner_of[node.key]]
+        if person.pk in node_of:
+            _edges_move(old=node.pk, new=node_of[person.pk])
+            continue
+        node.person, node.key = person, f"person:{person.pk}"
+        node.save(update_fields=["person", "key"])
+        _person_version_write(node, person)
+        node_of[person.pk] = node.pk
+        adopted[person.pk] = node
+    return adopted
+
+
+def _edges_move(*, old: Any, new: Any) -> None:
+    """Re-point the edges of node `old` at node `new` (dropping a relation `new` has)."""
+    for edge in Edge.objects.filter(Q(from_node_id=old) | Q(to_node_id=old)):
+        ends = {
+            "from_node_id": new if edge.from_node_id == old else edge.from_node_id,
+            "to_node_id": new if edge.to_node_id == old else edge.to_node_id,
+        }
+        if Edge.objects.filter(type=edge.type, **ends).exists():
+            edge.delete()
+        else:
+            Edge.objects.filter(pk=edge.pk).update(**ends)
 
 
 def _next_tx(previous: NodeVersion | None) -> int:

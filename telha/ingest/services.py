@@ -20,7 +20,14 @@ from clarify.services import clarification_open
 from telha.common.errors import SubmissionInvalid
 from telha.common.times import now_us
 from telha.graph.models import Edge, Node, NodeVersion, Source, SourceVersion, Span
-from telha.graph.services import acl_principal_valid, node_version_write, source_acl_set
+from telha.graph.services import (
+    acl_principal_valid,
+    node_version_write,
+    person_alias_key,
+    person_node_get,
+    source_acl_set,
+    source_acls_sync,
+)
 from telha.tenancy.models import Person, Tenant
 from telha.tenancy.selectors import PERSON_ALIAS_PROPERTIES, person_by_alias
 
@@ -102,7 +109,10 @@ def _source_upsert(*, tenant: Tenant, src: dict[str, Any]) -> Source:
             "restriction": src["restriction"],
         },
     )
-    wanted = {"title": src["title"], "uri": src["uri"], "restriction": src["restriction"]}
+    # Fail closed: a resubmission may set or change a source's restriction, but one without
+    # a restriction never lifts it (a steward may, in the admin).
+    restriction = src["restriction"] or source.restriction
+    wanted = {"title": src["title"], "uri": src["uri"], "restriction": restriction}
     changed = [name for name, value in wanted.items() if getattr(source, name) != value]
     for name in changed:
         setattr(source, name, wanted[name])
@@ -110,6 +120,10 @@ def _source_upsert(*, tenant: Tenant, src: dict[str, Any]) -> Source:
         source.save(update_fields=changed)
     if created or source.acl != src["acl"]:
         source_acl_set(source=source, acl=src["acl"])
+    else:
+        # The same ACL again: re-resolve it anyway (reads only, when nothing changed), so a
+        # resubmission also repairs grants for people loaded since.
+        source_acls_sync(tenant=tenant, sources=[source])
     return source
 
 
@@ -122,33 +136,26 @@ def _source_version(*, source: Source, text: str, content_hash: str) -> SourceVe
 
 
 def _person_node(*, tenant: Tenant, source: Source, node: dict[str, Any]) -> Node:
+    """A PERSON node: the known person's one node when an alias property matches (never a
+    duplicate: an earlier unresolved node for them is adopted), else the unresolved node
+    keyed by the first alias — created with this source as its `origin`, whose ACL governs
+    reading it — else a node of this source."""
     props = node["properties"]
     person: Person | None = None
     alias_key: str | None = None
     for prop, kind in PERSON_ALIAS_PROPERTIES.items():
         value = props.get(prop)
         if isinstance(value, str) and value.strip():
-            alias_key = alias_key or f"{kind}:{value.strip().lower()}"
+            alias_key = alias_key or person_alias_key(kind, value)
             person = person_by_alias(tenant=tenant, kind=kind, value=value)
             if person is not None:
                 break
     if person is not None:
-        graph_node, created = Node.objects.get_or_create(
-            tenant=tenant, person=person, defaults={"key": f"person:{person.pk}"}
-        )
-        if created:
-            node_version_write(
-                node=graph_node,
-                labels=["PERSON"],
-                properties={"name": person.name, "email": person.email},
-                valid_from=None,
-                valid_to=None,
-                confidence=1.0,
-                provenance={},
-            )
-        return graph_node
+        return person_node_get(person=person)
     if alias_key is not None:
-        graph_node, created = Node.objects.get_or_create(tenant=tenant, source=None, key=alias_key)
+        graph_node, created = Node.objects.get_or_create(
+            tenant=tenant, source=None, key=alias_key, defaults={"origin": source}
+        )
     else:
         graph_node, created = Node.objects.get_or_create(
             tenant=tenant, source=source, key=node.get("key", f"person-{node['ref']}")

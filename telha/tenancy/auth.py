@@ -36,8 +36,15 @@ class Caller:
 
     @property
     def sees_whole_tenant(self) -> bool:
-        """Service tokens and stewards read every source of the tenant; everyone else
-        reads only sources whose ACL grants them `view_source`."""
+        """Service tokens, stewards and unbound API keys read every source of the tenant;
+        a viewer's or editor's key reads only sources whose ACL grants them `view_source`.
+
+        An unbound key (no person, no audience: `telha api_key create --tenant SLUG`) is the
+        tenant's read-only integration key: it has no principal an ACL could name, and
+        CONTRACT §2 binds only principal keys to a principal's grants. It cannot submit
+        (`ingest` audience), lease jobs (no audience) or answer (no principal:
+        RESPONDER_NOT_AUTHORISED), so it reads what an `ingest` token reads and writes
+        nothing."""
         return self.audience is not None or self.is_steward or self.person is None
 
 

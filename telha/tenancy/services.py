@@ -30,6 +30,8 @@ from .models import (
 KEY_PREFIX = "tlh_"
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _GROUP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
+# The email is also the Django user name, which holds at most 150 characters.
+EMAIL_MAX_LENGTH = 150
 
 
 class WorkspaceInvalid(InvalidInput):
@@ -57,13 +59,13 @@ def _workspace_errors(data: Any) -> list[str]:
     allowed = {"tenant", "name", "groups", "people"}
     errors += [f"{k}: unknown field" for k in data if k not in allowed]
     tenant = data.get("tenant")
-    if not isinstance(tenant, str) or not _SLUG_RE.match(tenant):
+    if not isinstance(tenant, str) or not _SLUG_RE.fullmatch(tenant):
         errors.append("tenant: expected a slug (lowercase letters, digits, '-')")
-    if "name" in data and not isinstance(data["name"], str):
-        errors.append("name: expected a string")
+    if "name" in data and (not isinstance(data["name"], str) or len(data["name"]) > 200):
+        errors.append("name: expected a string of at most 200 characters")
     groups = data.get("groups", [])
     if not isinstance(groups, list) or not all(
-        isinstance(g, str) and _GROUP_RE.match(g) for g in groups
+        isinstance(g, str) and _GROUP_RE.fullmatch(g) for g in groups
     ):
         errors.append("groups: expected a list of group names")
         groups = []
@@ -79,22 +81,30 @@ def _workspace_errors(data: Any) -> list[str]:
             errors.append(f"{path}: expected an object")
             continue
         errors += [f"{path}.{k}: unknown field" for k in person if k not in person_fields]
-        if not isinstance(person.get("name"), str) or not person["name"].strip():
-            errors.append(f"{path}.name: required")
+        name = person.get("name")
+        if not isinstance(name, str) or not name.strip() or len(name) > 200:
+            errors.append(f"{path}.name: required, a string of at most 200 characters")
         email = person.get("email")
-        try:
-            validate_email(email)
-        except ValidationError:
-            errors.append(f"{path}.email: not a valid email address")
+        if not isinstance(email, str):
+            errors.append(f"{path}.email: required, a string")
+        elif len(email) > EMAIL_MAX_LENGTH:
+            errors.append(f"{path}.email: at most {EMAIL_MAX_LENGTH} characters")
         else:
-            assert isinstance(email, str)
-            if email.lower() in seen_emails:
-                errors.append(f"{path}.email: duplicate {email}")
-            seen_emails.add(email.lower())
-        if person.get("role", "viewer") not in Rights.values:
+            try:
+                validate_email(email)
+            except ValidationError:
+                errors.append(f"{path}.email: not a valid email address")
+            else:
+                if email.lower() in seen_emails:
+                    errors.append(f"{path}.email: duplicate {email}")
+                seen_emails.add(email.lower())
+        role = person.get("role", "viewer")
+        if not isinstance(role, str) or role not in Rights.values:
             errors.append(f"{path}.role: expected one of viewer, editor, steward")
         pgroups = person.get("groups", [])
-        if not isinstance(pgroups, list) or any(g not in groups for g in pgroups):
+        if not isinstance(pgroups, list) or any(
+            not isinstance(g, str) or g not in groups for g in pgroups
+        ):
             errors.append(f"{path}.groups: every group must be listed in the top-level groups")
         if "password" in person and (
             not isinstance(person["password"], str) or len(person["password"]) < 8
@@ -121,7 +131,10 @@ def _workspace_errors(data: Any) -> list[str]:
 def workspace_load(*, data: Any) -> WorkspaceLoadResult:
     """Load (or re-load) a workspace file (CONTRACT §2.1). Idempotent: people are matched
     by email within the tenant. The whole file is validated first; a refused file loads
-    nothing."""
+    nothing. In the same transaction, every source ACL of the tenant is re-resolved (so a
+    principal named before its person, alias or group existed is granted, and a removed
+    alias loses its grant) and PERSON nodes keyed by a now-known alias become that
+    person's node."""
     errors = _workspace_errors(data)
     if errors:
         raise WorkspaceInvalid("; ".join(errors[:20]), errors=errors)
@@ -185,6 +198,14 @@ def workspace_load(*, data: Any) -> WorkspaceLoadResult:
             PersonAlias.objects.update_or_create(
                 person=person, kind=kind, defaults={"tenant": tenant, "value": value}
             )
+    # Source ACLs name people and groups that may only now exist (or lost an alias):
+    # re-resolve them, in bulk and in this transaction; likewise PERSON nodes keyed by an
+    # alias. The graph builds on tenancy, hence the import here.
+    from telha.graph.services import person_nodes_adopt, source_acls_sync
+
+    source_acls_sync(tenant=tenant)
+    # A PERSON node stored before its person was known becomes that person's node.
+    person_nodes_adopt(tenant=tenant)
     return result
 
 

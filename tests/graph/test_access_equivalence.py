@@ -66,7 +66,12 @@ def ref_nodes(caller: Caller) -> Any:
     nodes = Node.objects.filter(tenant=caller.tenant)
     if caller.sees_whole_tenant:
         return nodes
-    return nodes.filter(Q(source__isnull=True) | Q(source__in=ref_sources(caller)))
+    readable = ref_sources(caller)
+    return nodes.filter(
+        Q(source__isnull=True, origin__isnull=True)
+        | Q(source__isnull=True, origin__in=readable)
+        | Q(source__in=readable)
+    )
 
 
 def ref_clarifications(caller: Caller) -> Any:
@@ -158,6 +163,8 @@ def world() -> World:
     for n, source in enumerate([*sources, *foreign]):
         _clarification_on(source.tenant, source, n)
     NodeFactory(tenant=tenant, source=None, key="person:someone")  # sourceless: always read
+    # An unresolved PERSON node named by sources[0]: read under that source's ACL.
+    NodeFactory(tenant=tenant, source=None, key="email:stranger@x.test", origin=sources[0])
     NodeFactory(tenant=other, source=None, key="person:elsewhere")
     # Grants on the other tenant's sources to this tenant's principals must never leak.
     for source in foreign:
@@ -232,7 +239,7 @@ def test_whole_tenant_and_userless_callers(world):
     assert_same_grants(userless)
     assert ids(readable_sources(userless)) == set()
     assert ids(readable_nodes(userless)) == ids(
-        Node.objects.filter(tenant=world.tenant, source__isnull=True)
+        Node.objects.filter(tenant=world.tenant, source__isnull=True, origin__isnull=True)
     )
 
 

@@ -1,12 +1,14 @@
 """As-of semantics of the bitemporal store (architecture "Times", "Bitemporal versions"),
 checked against a simple reference model, and the database constraints behind them."""
 
+import re
 from dataclasses import dataclass
 from itertools import pairwise
 from unittest import mock
 
 import pytest
-from django.db import IntegrityError, transaction
+from django.db import IntegrityError, connection, transaction
+from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -292,6 +294,60 @@ def test_a_node_with_no_versions_is_never_visible(tenant):
     node = NodeFactory(tenant=tenant)
     assert node_version_as_of(node_id=node.pk, tx_at=BASE) is None
     assert node_version_visible(node_id=node.pk, valid_at=0, tx_at=BASE) is None
+
+
+# --- the as-of SQL form (architecture "Bitemporal versions") ---
+
+# `tx_to IS NULL OR tx_to > T` (or the reverse order): the filter that scans a history.
+TX_TO_OR = re.compile(r'"tx_to"\s+IS\s+NULL\s+OR|\bOR\s+[\w."]*"tx_to"\s*>', re.IGNORECASE)
+AS_OF_PROBE = re.compile(
+    r'"tx_from"\s*<=\s*\d+.*ORDER BY\s+[\w."]*"tx_from"\s+DESC\s+LIMIT\s+1',
+    re.IGNORECASE | re.DOTALL,
+)
+
+
+def version_sql(run) -> list[str]:
+    """The SQL of the statements on node versions that `run()` executes."""
+    with CaptureQueriesContext(connection) as ctx:
+        run()
+    return [q["sql"] for q in ctx.captured_queries if "graph_nodeversion" in q["sql"]]
+
+
+def assert_as_of_form(statements: list[str]) -> None:
+    assert statements, "no statement read node versions"
+    for sql in statements:
+        assert not TX_TO_OR.search(sql), sql
+        assert AS_OF_PROBE.search(sql), sql
+
+
+def test_single_node_as_of_read_is_one_index_probe(tenant):
+    node = NodeFactory(tenant=tenant)
+    for i in range(3):
+        write_at(node, BASE + i * 10)
+    statements = version_sql(
+        lambda: node_version_visible(node_id=node.pk, valid_at=0, tx_at=BASE + 15)
+    )
+    assert len(statements) == 1
+    assert_as_of_form(statements)
+
+
+def test_query_as_of_read_picks_each_nodes_version_by_a_correlated_probe(tenant):
+    nodes = [NodeFactory(tenant=tenant) for _ in range(3)]
+    for n, node in enumerate(nodes):
+        for i in range(n + 2):
+            write_at(node, BASE + i * 10, properties={"marker": i})
+    qs = Node.objects.filter(tenant=tenant)
+    found: list[NodeVersion] = []
+    statements = version_sql(
+        lambda: found.extend(versions_visible(nodes=qs, valid_at=0, tx_at=BASE + 15))
+    )
+    assert_as_of_form(statements)
+    assert sorted(v.properties["marker"] for v in found) == [1, 1, 1]
+    # the current-version form is the partial index, also without an OR over tx_to
+    current = version_sql(
+        lambda: list(versions_visible(nodes=qs, valid_at=0, tx_at=0, current=True))
+    )
+    assert current and not any(TX_TO_OR.search(sql) for sql in current)
 
 
 # --- database constraints ---

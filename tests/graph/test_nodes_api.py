@@ -2,13 +2,16 @@
 txAt, history, and the read restriction to sources the caller may read."""
 
 import pytest
+from django.core.signals import request_started
+from django.db import reset_queries
 
 from telha.common.times import now_us
-from telha.graph.models import NodeVersion, Source
+from telha.graph.models import Node, NodeVersion, Source
 from telha.tenancy.services import api_key_create
 
 from ..conftest import client_for
 from ..factories import JAN_2027, OCT_2026, fact_payload, submission_payload
+from .test_asof import assert_as_of_form, version_sql
 
 pytestmark = pytest.mark.django_db
 
@@ -283,6 +286,69 @@ def test_query_filters_by_all_labels_and_by_text(ingest_client):
     assert ids({"text": "alpha"}) == {a, c}
     assert ids({"text": "ALPHA", "labels": ["MILESTONE"]}) == {c}
     assert ids({}) == {a, b, c}
+
+
+def test_as_of_reads_over_http_use_the_as_of_probe(ingest_client, two_versions):
+    """`GET /v1/nodes/{id}?txAt=` and `POST /v1/query` with `txAt` read node versions
+    only through `tx_from <= T ORDER BY tx_from DESC LIMIT 1`, never `OR tx_to > T`."""
+    # Django empties the query log when a request starts: keep it for the capture.
+    request_started.disconnect(reset_queries)
+    try:
+        url = f"/v1/nodes/{two_versions['id']}"
+        params = {"txAt": two_versions["tx1"], "validAt": 1_200}
+        responses = []
+        single = version_sql(lambda: responses.append(ingest_client.get(url, params)))
+        body = {"labels": ["CONTRACT_TERM"], "validAt": 1_200, "txAt": two_versions["tx1"]}
+        query = version_sql(
+            lambda: responses.append(ingest_client.post("/v1/query", body, format="json"))
+        )
+    finally:
+        request_started.connect(reset_queries)
+    assert responses[0].json()["properties"] == {"name": "Plain fact"}
+    assert_as_of_form(single)
+    as_of = [sql for sql in query if "tx_from" in sql]  # not the records' caveat lookups
+    assert_as_of_form(as_of)
+    assert [r["properties"]["name"] for r in responses[1].json()["records"]] == ["Plain fact"]
+
+
+def test_query_labels_match_case_insensitively(ingest_client):
+    a = submit(ingest_client, fact_payload(labels=["CONTRACT_TERM"]))["nodes"][0]["id"]
+    for labels in (["contract_term"], ["Contract_Term"], ["CONTRACT_TERM"]):
+        records = ingest_client.post("/v1/query", {"labels": labels}, format="json").json()
+        assert [r["id"] for r in records["records"]] == [a], labels
+
+
+def test_query_is_cut_at_limit_in_node_id_order(ingest_client):
+    ids = sorted(
+        submit(ingest_client, fact_payload(external_id=f"l/{i}.md"))["nodes"][0]["id"]
+        for i in range(3)
+    )
+
+    def query(**body):
+        response = ingest_client.post("/v1/query", body, format="json")
+        assert response.status_code == 200, response.json()
+        return [r["id"] for r in response.json()["records"]]
+
+    assert query() == ids
+    assert query(limit=2) == ids[:2]
+    assert query(limit=1000) == ids
+
+
+def test_query_returns_at_most_100_records_by_default(ingest_client, workspace):
+    source = Source.objects.create(tenant=workspace, system="bulk", external_id="many")
+    for i in range(101):
+        node = Node.objects.create(tenant=workspace, source=source, key=f"k{i}")
+        NodeVersion.objects.create(node=node, seq=1, labels=["BULK"], tx_from=1)
+    records = ingest_client.post("/v1/query", {"labels": ["BULK"]}, format="json").json()
+    assert len(records["records"]) == 100
+
+
+@pytest.mark.parametrize("limit", [0, 1001, "all"])
+def test_query_refuses_a_limit_out_of_range(ingest_client, limit):
+    response = ingest_client.post("/v1/query", {"limit": limit}, format="json")
+    assert response.status_code in (400, 422)
+    assert response.json()["code"] == "INVALID_INPUT"
+    assert any(e["path"] == "limit" for e in response.json()["errors"])
 
 
 def test_query_refuses_unknown_fields(ingest_client):

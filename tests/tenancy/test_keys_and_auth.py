@@ -388,3 +388,32 @@ def test_person_alias_resolution_is_tenant_scoped(acme_facts, globex_clients):
     response = globex_clients["ingest"].post("/v1/submissions", payload, format="json")
     assert response.status_code == 201, response.json()
     assert response.json()["nodes"][0]["id"] != acme_facts["person"]
+
+
+# --- the unbound API key (no person, no audience) ---
+
+
+def test_an_unbound_key_reads_the_whole_tenant_and_writes_nothing(workspace, people, ingest_client):
+    """Decision (CONTRACT §2 binds only principal keys to a principal's grants): a key with
+    neither person nor audience is the tenant's read-only integration key. It reads every
+    source of its tenant — here a finance-only fact that a legal editor cannot see — and
+    every write path refuses it without writing."""
+    body = ingest_client.post(
+        "/v1/submissions", submission_payload(source_acl=["group:finance"]), format="json"
+    ).json()
+    fact, clar = body["nodes"][0]["id"], body["clarifications"][0]["id"]
+    unbound = client_for(api_key_create(tenant=workspace)[1])
+    editor = client_for(api_key_create(tenant=workspace, person=people["vera"])[1])
+    assert unbound.get(f"/v1/nodes/{fact}").status_code == 200
+    assert editor.get(f"/v1/nodes/{fact}").status_code == 404
+    assert fact in {r["id"] for r in unbound.post("/v1/query", {}, format="json").json()["records"]}
+    assert unbound.get(f"/v1/clarifications/{clar}").status_code == 200
+
+    before = written_counts()
+    answer = unbound.post(f"/v1/clarifications/{clar}/answer", {"answerIndex": 0}, format="json")
+    assert (answer.status_code, answer.json()["code"]) == (403, "RESPONDER_NOT_AUTHORISED")
+    submission = unbound.post("/v1/submissions", fact_payload(), format="json")
+    assert (submission.status_code, submission.json()["code"]) == (403, "PERMISSION_DENIED")
+    lease = unbound.post("/v1/jobs/lease", {"kinds": ["clarify:"]}, format="json")
+    assert (lease.status_code, lease.json()["code"]) == (403, "JOB_KIND_FORBIDDEN")
+    assert written_counts() == before

@@ -9,6 +9,9 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
+from django.db import transaction
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
 from telha.tenancy.services import WorkspaceInvalid, workspace_load
@@ -186,6 +189,31 @@ MALFORMED = {
     "person missing name": lambda d: d["people"][2].pop("name"),
     "person not an object": _set(["people", 2], "olga@acme.test"),
     "people not a list": _set(["people"], {"alice": {}}),
+    # every field of the wrong JSON type is a clear error, never a traceback
+    "tenant a number": _set(["tenant"], 5),
+    "slug with a trailing newline": _set(["tenant"], "acme\n"),
+    "tenant name a number": _set(["name"], 5),
+    "tenant name too long": _set(["name"], "A" * 201),
+    "groups a string": _set(["groups"], "legal"),
+    "group name a number": _set(["groups"], ["legal", 5]),
+    "email a number": _set(["people", 1, "email"], 5),
+    "email an object": _set(["people", 1, "email"], {"address": "bob@acme.test"}),
+    "email a list": _set(["people", 1, "email"], ["bob@acme.test"]),
+    "email missing": lambda d: d["people"][1].pop("email"),
+    "email null": _set(["people", 1, "email"], None),
+    "email too long for a user name": _set(["people", 1, "email"], "b" * 141 + "@acme.test"),
+    "person name a number": _set(["people", 1, "name"], 7),
+    "person name too long": _set(["people", 1, "name"], "B" * 201),
+    "role a number": _set(["people", 1, "role"], 2),
+    "role a list": _set(["people", 1, "role"], ["editor"]),
+    "role null": _set(["people", 1, "role"], None),
+    "person groups a string": _set(["people", 1, "groups"], "legal"),
+    "person group a number": _set(["people", 1, "groups"], [1]),
+    "person group an object": _set(["people", 1, "groups"], [{"name": "legal"}]),
+    "aliases a list": _set(["people", 1, "aliases"], ["U0BOB"]),
+    "alias value a number": _set(["people", 1, "aliases"], {"slackUserId": 42}),
+    "alias value an object": _set(["people", 1, "aliases"], {"aadOid": {"id": "x"}}),
+    "password a number": _set(["people", 4, "password"], 123456789),
 }
 
 
@@ -198,6 +226,47 @@ def test_malformed_file_is_refused_and_nothing_is_written(case):
     assert info.value.code == "WORKSPACE_INVALID"
     assert info.value.extra["errors"], "every refusal names its problems"
     assert counts() == before
+
+
+JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=30),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=8), inner, max_size=3)
+    ),
+    max_leaves=6,
+)
+FIELD_PATHS = [
+    ["tenant"],
+    ["name"],
+    ["groups"],
+    ["groups", 0],
+    ["people"],
+    ["people", 0],
+    *[["people", 1, f] for f in ("name", "email", "role", "groups", "aliases", "password")],
+    ["people", 1, "groups", 0],
+    ["people", 0, "aliases", "aadOid"],
+    ["people", 0, "aliases", "slackUserId"],
+]
+
+
+@settings(
+    max_examples=60,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+@given(path=st.sampled_from(FIELD_PATHS), value=JSON_VALUES)
+def test_any_json_value_in_any_field_loads_or_is_refused_cleanly(path, value):
+    """Whatever JSON value a field holds, the load either succeeds or raises
+    WORKSPACE_INVALID having written nothing: never a traceback."""
+    data = _bad(_set(path, value))
+    before = counts()
+    try:
+        with transaction.atomic():
+            workspace_load(data=data)
+            transaction.set_rollback(True)  # each example starts from the same database
+    except WorkspaceInvalid as exc:
+        assert exc.extra["errors"]
+        assert counts() == before
 
 
 @pytest.mark.parametrize("document", [[], "acme", None, 42])
@@ -290,10 +359,23 @@ def test_command_loads_and_is_idempotent(tmp_path):
     [
         json.dumps(_bad(MALFORMED["bad role"])),
         json.dumps(_bad(MALFORMED["bad slug"])),
+        json.dumps(_bad(MALFORMED["email a number"])),
+        json.dumps(_bad(MALFORMED["email an object"])),
+        json.dumps(_bad(MALFORMED["role a list"])),
+        json.dumps(_bad(MALFORMED["alias value a number"])),
         json.dumps([WORKSPACE]),
         '{"tenant": "acme", ',  # not JSON
     ],
-    ids=["bad role", "bad slug", "not an object", "not json"],
+    ids=[
+        "bad role",
+        "bad slug",
+        "email a number",
+        "email an object",
+        "role a list",
+        "alias value a number",
+        "not an object",
+        "not json",
+    ],
 )
 def test_command_exits_1_on_a_malformed_file(tmp_path, content):
     path = write(tmp_path, content)

@@ -4,6 +4,9 @@ from rest_framework import serializers
 
 from telha.common.fields import MicrosField, StrictSerializer
 
+QUERY_LIMIT_DEFAULT = 100
+QUERY_LIMIT_MAX = 1000
+
 
 class AsOfQuerySerializer(StrictSerializer):
     validAt = MicrosField(required=False)
@@ -12,12 +15,31 @@ class AsOfQuerySerializer(StrictSerializer):
 
 class QueryInSerializer(StrictSerializer):
     labels = serializers.ListField(
-        child=serializers.CharField(max_length=64), required=False, default=list, max_length=20
+        child=serializers.CharField(max_length=64),
+        required=False,
+        default=list,
+        max_length=20,
+        help_text="a record carries every one of these labels (compared case-insensitively)",
     )
-    text = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
-    validAt = MicrosField(required=False)
-    txAt = MicrosField(required=False)
-    limit = serializers.IntegerField(min_value=1, max_value=1000, required=False, default=100)
+    text = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="a case-insensitive substring of the labels and property values",
+    )
+    validAt = MicrosField(required=False, help_text="valid time (default now)")
+    txAt = MicrosField(
+        required=False, help_text="transaction time (default now: the current versions)"
+    )
+    limit = serializers.IntegerField(
+        min_value=1,
+        max_value=QUERY_LIMIT_MAX,
+        required=False,
+        default=QUERY_LIMIT_DEFAULT,
+        help_text=f"at most this many records (default {QUERY_LIMIT_DEFAULT}, maximum "
+        f"{QUERY_LIMIT_MAX}), ordered by node id; narrow the query to see the rest",
+    )
 
 
 class PendingClarificationSerializer(serializers.Serializer):
