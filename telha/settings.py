@@ -31,6 +31,7 @@ INSTALLED_APPS = [
     "django.contrib.staticfiles",
     "rest_framework",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # swagger-ui / redoc served from our static files (offline)
     "guardian",
     "django_q",
     "telha.tenancy",
@@ -130,6 +131,10 @@ SPECTACULAR_SETTINGS = {
     "SERVE_INCLUDE_SCHEMA": False,
     "COMPONENT_SPLIT_REQUEST": True,
     "SCHEMA_PATH_PREFIX": "/v1",
+    # /v1/docs/ loads swagger-ui from our own static files, never a CDN: it works offline.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
         "telha.common.openapi.postprocess_error_responses",
@@ -137,8 +142,13 @@ SPECTACULAR_SETTINGS = {
 }
 
 # The job cluster (django-q2) executes our own lease queue; its own retries are off.
+# `name` is the site's name and must be the same in every process: django-q2 signs task
+# payloads with it (its PREFIX). A cluster started with `Q_CLUSTER_NAME=<queue>` — django-q2
+# reads that variable itself — consumes that queue instead of the default one ("telha",
+# which also runs the schedules); JOB_CLUSTER_FOR_AUDIENCE below routes audiences to queues.
 Q_CLUSTER = {
-    "name": env.str("Q_CLUSTER_NAME", default="telha"),
+    "name": "telha",
+    "ALT_CLUSTERS": {},  # django-q2 requires the key once Q_CLUSTER_NAME names another queue
     "orm": "default",
     "workers": env.int("Q_WORKERS", default=2),
     "timeout": 120,
@@ -231,5 +241,8 @@ JOB_WORKERS: dict[str, str] = {
     "ingest:": "telha.ingest.documents.handle_lease",
 }
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
-# Production runs one cluster per audience: e.g. "clarify=telha-clarify,ingest=telha-ingest".
-JOB_CLUSTER_FOR_AUDIENCE = env.dict("JOB_CLUSTER_FOR_AUDIENCE", default={})
+# Which queue's cluster runs each audience's in-process worker, e.g.
+# "clarify=telha-clarify,ingest=telha-ingest" (unlisted audiences: the default queue). Set
+# the same value on every process, web and clusters: kicks are routed by it wherever they
+# are sent, and a cluster runs only the audiences routed to it (telha.jobs.dispatch).
+JOB_CLUSTER_FOR_AUDIENCE: dict[str, str] = env.dict("JOB_CLUSTER_FOR_AUDIENCE", default={})

@@ -55,9 +55,9 @@ EXTRA: dict[tuple[str, str], set[int]] = {
     ("POST", "/v1/documents"): {403},
     ("POST", "/v1/clarifications/{clarification_id}/answer"): {403, 409},
     ("POST", "/v1/jobs/lease"): {403},
-    ("POST", "/v1/jobs/{job_id}/heartbeat"): {409},
-    ("POST", "/v1/jobs/{job_id}/complete"): {409},
-    ("POST", "/v1/jobs/{job_id}/fail"): {409},
+    ("POST", "/v1/jobs/{job_id}/heartbeat"): {403, 409},
+    ("POST", "/v1/jobs/{job_id}/complete"): {403, 409},
+    ("POST", "/v1/jobs/{job_id}/fail"): {403, 409},
 }
 
 _METHODS = {"get", "put", "post", "delete", "options", "head", "patch", "trace"}

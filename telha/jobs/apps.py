@@ -8,6 +8,7 @@ class JobsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from . import checks  # noqa: F401  (registers the cluster routing check)
         from .apps_schedule import ensure_sweep_schedule
 
         post_migrate.connect(ensure_sweep_schedule, sender=self)

@@ -10,13 +10,15 @@ from typing import Any
 JITTER = 0.1
 
 # Reason codes that skip to the next attempt at once (spec §6 "Skip and escalation reason
-# codes"): a skipped candidate never burns an escalation window. DELIVERY_FAILED is not
-# one: after the in-lease retries a failed send backs off like any retryable failure.
+# codes"): a skipped candidate never burns an escalation window. DELIVERY_FAILED is one
+# too (spec §6 failure behaviour: "delivery failure → retry within lease, then
+# fail(retryable) to advance the ranking"): the worker has already retried inside its lease.
 SKIP_REASONS = frozenset(
     {
         "NO_READ_PERMISSION",
         "NO_DELIVERY_ALIAS",
         "ALIAS_AMBIGUOUS",
+        "DELIVERY_FAILED",
         "DAILY_CAP_EXCEEDED",
         "TENANT_SCOPE_MISMATCH",
         "RESPONDER_NOT_AUTHORISED",
@@ -58,9 +60,11 @@ def policy_for_kind(kind: str) -> KindPolicy:
 
 
 def backoff_seconds(kind: str, attempt: int, rng: random.Random | None = None) -> float:
-    """Exponential backoff from the kind's base for the `attempt`-th retry (1-based),
-    capped, with downward jitter of up to 10% (never above the cap)."""
+    """Exponential backoff from the kind's base for the `attempt`-th retry (1-based), with
+    upward jitter of up to 10%, never above the cap: a wait is never shorter than
+    `base * 2**(attempt-1)` (or the cap). A kind whose cap equals its base therefore waits
+    exactly the base — `clarify:temporal`'s escalation window is what it says."""
     policy = policy_for_kind(kind)
     exponent = max(0, attempt - 1)
     delay = min(policy.backoff_cap_seconds, policy.backoff_base_seconds * (2 ** min(exponent, 32)))
-    return delay * (1 - JITTER * (rng or random).random())
+    return min(policy.backoff_cap_seconds, delay * (1 + JITTER * (rng or random).random()))

@@ -2,8 +2,10 @@
 
 The Job table is the single source of truth. Leases use the database clock; heartbeat,
 complete and fail work only for the current lease token (`LEASE_LOST` otherwise, and
-nothing changes). On PostgreSQL leasing is `SELECT … FOR UPDATE SKIP LOCKED`; on SQLite
-the IMMEDIATE transaction makes the lease the only writer.
+nothing changes) and, like leasing, only behind the caller's audience fence
+(`JOB_KIND_FORBIDDEN`; the cluster's own workers pass `Fence.OFF`). On PostgreSQL
+leasing is `SELECT … FOR UPDATE SKIP LOCKED`; on SQLite the IMMEDIATE transaction makes
+the lease the only writer.
 """
 
 import uuid
@@ -11,7 +13,8 @@ from collections.abc import Iterable
 from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any
+from enum import Enum
+from typing import Any, Literal, NoReturn
 
 from django.conf import settings
 from django.db import connection, transaction
@@ -145,23 +148,62 @@ def job_lease(
     return leases
 
 
-def _held(job_id: Any, token: Any, tenant: Tenant | None) -> Any:
+class Fence(Enum):
+    """`audience=Fence.OFF`: the caller is the cluster's own worker acting on a job it leased
+    itself (no key, so no audience to fence)."""
+
+    OFF = "off"
+
+
+AudienceArg = str | None | Literal[Fence.OFF]
+
+
+def _held(job_id: Any, token: Any, tenant: Tenant | None, audience: AudienceArg) -> Any:
+    """The job, if `token` holds its lease — restricted to the caller's tenant and behind
+    the caller's audience fence. A key without an audience is refused before anything is
+    read; a job outside the fence is refused by `_refuse` when nothing matched."""
+    if audience is None:
+        raise JobKindForbidden("This key has no audience and cannot work on jobs.")
     try:
         token_uuid = uuid.UUID(str(token))
-    except (ValueError, TypeError) as exc:
-        raise LeaseLost() from exc
+    except (ValueError, TypeError):
+        _refuse(job_id, tenant, audience)
     qs = Job.objects.filter(pk=job_id, lease_token=token_uuid, status=JobStatus.LEASED)
-    return qs.filter(tenant=tenant) if tenant is not None else qs
+    if tenant is not None:
+        qs = qs.filter(tenant=tenant)
+    if audience is not Fence.OFF:
+        qs = qs.filter(audience=audience)
+    return qs
+
+
+def _refuse(job_id: Any, tenant: Tenant | None, audience: AudienceArg) -> NoReturn:
+    """Why nothing matched: a job of the caller's tenant under another audience is outside
+    the fence (`JOB_KIND_FORBIDDEN`); anything else — unknown id, other tenant, a stale or
+    wrong token — is `LEASE_LOST`. Either way nothing was changed."""
+    if audience is not Fence.OFF and audience is not None:
+        other = Job.objects.filter(pk=job_id).exclude(audience=audience)
+        if tenant is not None:
+            other = other.filter(tenant=tenant)
+        if other.exists():
+            raise JobKindForbidden(f"A {audience!r} token may work only on '{audience}:' jobs.")
+    raise LeaseLost()
 
 
 def job_heartbeat(
-    *, tenant: Tenant | None, job_id: Any, token: Any, lease_seconds: int | None = None
+    *,
+    tenant: Tenant | None,
+    job_id: Any,
+    token: Any,
+    lease_seconds: int | None = None,
+    audience: AudienceArg = Fence.OFF,
 ) -> datetime:
-    """Extend the lease from now (DB clock). Only the current token works."""
+    """Extend the lease from now (DB clock). Only the current token works, behind the
+    caller's audience fence."""
     with transaction.atomic():
-        job = _held(job_id, token, tenant).select_for_update().annotate(db_now=Now()).first()
+        held = _held(job_id, token, tenant, audience)
+        job = held.select_for_update().annotate(db_now=Now()).first()
         if job is None:
-            raise LeaseLost()
+            _refuse(job_id, tenant, audience)
         ttl = min(MAX_LEASE_SECONDS, lease_seconds or policy_for_kind(job.kind).lease_ttl_seconds)
         expires = job.db_now + timedelta(seconds=ttl)
         Job.objects.filter(pk=job.pk).update(lease_expires_at=expires)
@@ -169,10 +211,15 @@ def job_heartbeat(
 
 
 def job_complete(
-    *, tenant: Tenant | None, job_id: Any, token: Any, result: dict[str, Any] | None = None
+    *,
+    tenant: Tenant | None,
+    job_id: Any,
+    token: Any,
+    result: dict[str, Any] | None = None,
+    audience: AudienceArg = Fence.OFF,
 ) -> None:
-    """Mark the job done. Only the current token works."""
-    updated = _held(job_id, token, tenant).update(
+    """Mark the job done. Only the current token works, behind the caller's audience fence."""
+    updated = _held(job_id, token, tenant, audience).update(
         status=JobStatus.DONE,
         lease_token=None,
         lease_expires_at=None,
@@ -180,7 +227,7 @@ def job_complete(
         updated_at=Now(),
     )
     if not updated:
-        raise LeaseLost()
+        _refuse(job_id, tenant, audience)
 
 
 def jobs_complete_batch(*, tenant: Tenant | None, leases: Iterable[Lease]) -> int:
@@ -217,13 +264,15 @@ def job_fail(
     retryable: bool,
     reason: str = "",
     detail: str = "",
+    audience: AudienceArg = Fence.OFF,
 ) -> Job:
     """Fail the current attempt. Retryable: `attempts + 1` and back to pending — at once
     for a skip reason code, else after the kind's backoff — or dead once attempts are
-    exhausted. Not retryable: dead. Only the current token works."""
-    job = _held(job_id, token, tenant).select_for_update().first()
+    exhausted. Not retryable: dead. Only the current token works, behind the caller's
+    audience fence."""
+    job = _held(job_id, token, tenant, audience).select_for_update().first()
     if job is None:
-        raise LeaseLost()
+        _refuse(job_id, tenant, audience)
     _retry_or_bury(job, retryable=retryable, reason=reason, detail=detail)
     return job
 
@@ -315,12 +364,15 @@ def jobs_sweep() -> dict[str, Any]:
 
 
 @transaction.atomic
-def job_advance(*, tenant: Tenant | None, job_id: Any, token: Any) -> Job:
+def job_advance(
+    *, tenant: Tenant | None, job_id: Any, token: Any, audience: AudienceArg = Fence.OFF
+) -> Job:
     """Move a leased job to its next attempt while keeping the lease (an in-lease skip:
-    the skipped candidate burns no escalation window). Only the current token works."""
-    job = _held(job_id, token, tenant).select_for_update().first()
+    the skipped candidate burns no escalation window). Only the current token works,
+    behind the caller's audience fence."""
+    job = _held(job_id, token, tenant, audience).select_for_update().first()
     if job is None:
-        raise LeaseLost()
+        _refuse(job_id, tenant, audience)
     if job.attempts + 1 >= job.max_attempts:
         _retry_or_bury(job, retryable=False, reason="ATTEMPTS_EXHAUSTED", detail="")
         return job

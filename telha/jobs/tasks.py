@@ -16,6 +16,7 @@ from django.utils.module_loading import import_string
 
 from telha.common.observability import request_id_var
 
+from . import dispatch
 from .policies import policy_for_kind
 from .services import Lease, LeaseLost, job_fail, job_heartbeat, job_lease, jobs_sweep
 
@@ -51,14 +52,27 @@ def _still_held(lease: Lease) -> bool:
 
 def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
     """Lease and process ready jobs of `kind` with its audience until none are ready (or
-    the time budget is spent). Returns how many leases were processed."""
+    the time budget is spent). Returns how many leases were processed. A cluster runs
+    only the audiences routed to it (`dispatch.serves`); for any other kind it does
+    nothing."""
     handler = handler_for(kind)
     if handler is None:
         return 0
-    audience = kind.partition(":")[0]
+    if not dispatch.serves(kind):
+        # A kick routed by a process with another JOB_CLUSTER_FOR_AUDIENCE: this cluster
+        # does not run that audience. The cluster that does picks the job up (its kicks,
+        # the sweep), so nothing is lost by leaving it.
+        log.warning(
+            "cluster %r does not serve %s (routed to %r); not leasing it",
+            dispatch.this_cluster(),
+            kind,
+            dispatch.cluster_for(kind),
+        )
+        return 0
+    audience = dispatch.audience_of(kind)
     deadline = time.monotonic() + max_seconds
     done = 0
-    holder = f"cluster:{settings.Q_CLUSTER.get('name', 'telha')}"
+    holder = f"cluster:{dispatch.this_cluster()}"
     while time.monotonic() < deadline:
         close_old_connections()
         leases = job_lease(tenant=None, audience=audience, kinds=[kind], max_jobs=10, holder=holder)

@@ -13,7 +13,15 @@ from clarify.models import AuditEvent, State
 from telha.common.times import to_us
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.policies import SKIP_REASONS
-from telha.jobs.services import jobs_reap
+from telha.jobs.services import (
+    JobKindForbidden,
+    job_advance,
+    job_complete,
+    job_fail,
+    job_heartbeat,
+    job_lease,
+    jobs_reap,
+)
 
 from .conftest import (
     LEASED_JOB_KEYS,
@@ -121,6 +129,69 @@ def test_other_tenant_cannot_touch_a_leased_job(clarify_client, tenant_b_clarify
         resp = _act(tenant_b_clarify_client, job.pk, action, leased["leaseToken"], **extra)
         assert_error(resp, 409, "LEASE_LOST")
         assert job_rows() == before
+
+
+def test_the_fence_guards_heartbeat_complete_and_fail(
+    clarify_client, ingest_client, person_client, plain_key_client, enqueue
+):
+    """Knowing a lease token is not enough: the caller's audience must be the job's, as for
+    leasing. A key of the other audience or without one, in the same tenant, gets
+    `403 JOB_KIND_FORBIDDEN` — with the right token or a wrong one — and nothing changes."""
+    [job] = enqueue("clarify:temporal", payload={"v": 1, "ranking": ["a", "b"]}, max_attempts=3)
+    [ingest_job] = enqueue("ingest:document")
+    leased = _lease_one(clarify_client, ["clarify:"])
+    ingest_leased = _lease_one(ingest_client, ["ingest:"])
+    before = job_rows()
+
+    outsiders = [ingest_client, person_client("sam"), person_client("alice"), plain_key_client]
+    actions = [
+        ("heartbeat", {"leaseSeconds": 600}),
+        ("complete", {"result": {"stolen": True}}),
+        ("fail", {"retryable": False, "reason": "BROKEN"}),
+        ("fail", {"retryable": True, "reason": "NO_READ_PERMISSION"}),
+    ]
+    for client in outsiders:
+        for token in (leased["leaseToken"], random_token(), "not-a-token"):
+            for action, extra in actions:
+                resp = _act(client, job.pk, action, token, **extra)
+                assert_error(resp, 403, "JOB_KIND_FORBIDDEN")
+                assert job_rows() == before, (action, token)
+    # … and the reverse: a clarify token cannot touch an ingest job it knows the token of.
+    for action, extra in actions:
+        resp = _act(clarify_client, ingest_job.pk, action, ingest_leased["leaseToken"], **extra)
+        assert_error(resp, 403, "JOB_KIND_FORBIDDEN")
+        assert job_rows() == before
+
+    # Inside the fence the same tokens work.
+    resp = _act(clarify_client, job.pk, "heartbeat", leased["leaseToken"], leaseSeconds=600)
+    assert resp.status_code == 200, resp.content
+    resp = _act(ingest_client, ingest_job.pk, "complete", ingest_leased["leaseToken"])
+    assert resp.status_code == 200, resp.content
+    assert row(ingest_job).status == JobStatus.DONE
+
+
+def test_the_service_fence_for_in_process_callers(workspace, enqueue):
+    """The services take the caller's audience too; the cluster's own worker passes none
+    (`Fence.OFF`) and acts on what it leased."""
+    [job] = enqueue("clarify:temporal", payload={"v": 1})
+    [lease] = job_lease(tenant=workspace, audience="clarify", kinds=["clarify:"])
+    before = job_rows()
+    calls = [
+        lambda aud: job_heartbeat(tenant=workspace, job_id=job.pk, token=lease.token, audience=aud),
+        lambda aud: job_advance(tenant=workspace, job_id=job.pk, token=lease.token, audience=aud),
+        lambda aud: job_fail(
+            tenant=workspace, job_id=job.pk, token=lease.token, retryable=False, audience=aud
+        ),
+        lambda aud: job_complete(tenant=workspace, job_id=job.pk, token=lease.token, audience=aud),
+    ]
+    for call in calls:
+        for audience in ("ingest", None):
+            with pytest.raises(JobKindForbidden):
+                call(audience)
+            assert job_rows() == before
+    job_heartbeat(tenant=None, job_id=job.pk, token=lease.token)  # Fence.OFF
+    job_complete(tenant=workspace, job_id=job.pk, token=lease.token, audience="clarify")
+    assert row(job).status == JobStatus.DONE
 
 
 # ---------------------------------------------------------------------------------------
@@ -385,9 +456,9 @@ def test_fail_with_another_reason_backs_off(ingest_client, enqueue):
     db = row(job)
     assert (db.status, db.attempts, db.lease_token) == (JobStatus.PENDING, 1, None)
     assert db.last_error == "CONNECTOR_TIMEOUT: connector timed out"
-    # The default policy: base 5 s, attempt 1 waits base * (0.9 .. 1.0].
+    # The default policy: base 5 s, attempt 1 waits base * [1.0 .. 1.1].
     assert (
-        start + timedelta(seconds=4.5) - SLACK <= db.run_after <= end + timedelta(seconds=5) + SLACK
+        start + timedelta(seconds=5) - SLACK <= db.run_after <= end + timedelta(seconds=5.5) + SLACK
     )
     assert lease_http(ingest_client, ["ingest:"]).json() == {"jobs": []}
 

@@ -1,5 +1,5 @@
 """The reaper and the per-kind backoff: expired leases go back to pending after an
-exponential, capped, jittered backoff (the escalation window for clarify:temporal), or to
+exponential, capped, jittered backoff (exactly the escalation window for clarify:temporal), or to
 dead once attempts are exhausted; `telha jobs sweep|ls` and the sweep schedule."""
 
 import io
@@ -51,18 +51,22 @@ class _FixedRandom:
         return self.value
 
 
-def test_backoff_is_exponential_from_the_base_capped_with_downward_jitter(monkeypatch):
+def test_backoff_is_exponential_from_the_base_with_upward_jitter_never_above_the_cap(
+    monkeypatch,
+):
     register_test_kind(
         monkeypatch, KIND, backoff_base_seconds=10, backoff_cap_seconds=50, max_attempts=9
     )
-    expected = {1: 10, 2: 20, 3: 40, 4: 50, 5: 50, 40: 50}
-    for attempt, delay in expected.items():
+    # attempt: (the wait without jitter, the longest wait with it)
+    expected = {1: (10, 11), 2: (20, 22), 3: (40, 44), 4: (50, 50), 5: (50, 50), 40: (50, 50)}
+    for attempt, (delay, longest) in expected.items():
         assert backoff_seconds(KIND, attempt, _FixedRandom(0.0)) == delay
         assert backoff_seconds(KIND, attempt, _FixedRandom(0.999999)) == pytest.approx(
-            delay * 0.9, rel=1e-5
+            longest, rel=1e-5
         )
         for _ in range(50):
-            assert 0.9 * delay < backoff_seconds(KIND, attempt) <= delay
+            # Jitter never shortens a wait, and the cap is a hard ceiling.
+            assert delay <= backoff_seconds(KIND, attempt) <= longest
 
 
 def test_an_expired_lease_goes_back_to_pending_after_the_backoff(workspace, enqueue, monkeypatch):
@@ -85,7 +89,7 @@ def test_an_expired_lease_goes_back_to_pending_after_the_backoff(workspace, enqu
     assert db.attempts == 1
     assert (db.lease_token, db.lease_expires_at, db.lease_holder) == (None, None, "")
     assert db.last_error.startswith("LEASE_EXPIRED")
-    _assert_backoff(db, start, end, 9.0, 10.0)
+    _assert_backoff(db, start, end, 10.0, 11.0)
     # A lease still in force and a pending job are not the reaper's business.
     assert [r for r in job_rows() if r["id"] != job.pk] == untouched
     assert row(still_held).status == JobStatus.LEASED
@@ -104,7 +108,7 @@ def test_each_reap_doubles_the_wait_up_to_the_cap_then_dead(workspace, enqueue, 
         assert lease.job.pk == job.pk and lease.job.attempts == attempt
         db, start, end = _reap_and_measure(job)
         assert (db.status, db.attempts) == (JobStatus.PENDING, attempt + 1)
-        _assert_backoff(db, start, end, 0.9 * wait, wait)
+        _assert_backoff(db, start, end, wait, min(50, 1.1 * wait))
         assert _lease() == [], "leased before its backoff ran out"
         make_runnable(job)
 
@@ -144,7 +148,7 @@ def test_fail_uses_the_same_backoff(workspace, enqueue, monkeypatch):
         end = now()
         db = row(job)
         assert (db.status, db.attempts) == (JobStatus.PENDING, attempt + 1)
-        _assert_backoff(db, start, end, 0.9 * wait, wait)
+        _assert_backoff(db, start, end, wait, min(50, 1.1 * wait))
 
 
 def test_clarify_temporal_backoff_is_the_escalation_window(
@@ -153,8 +157,12 @@ def test_clarify_temporal_backoff_is_the_escalation_window(
     settings.CLARIFY = {**settings.CLARIFY, "ESCALATION_WINDOW_HOURS": 2.0}
     policy = policy_for_kind("clarify:temporal")
     assert policy.backoff_base_seconds == policy.backoff_cap_seconds == 7200
+    # Each candidate has exactly the window (README "how long each candidate has"): jitter
+    # never shortens a wait and the cap (= the base) forbids a longer one.
     for attempt in (1, 2, 3, 7):
-        assert 0.9 * 7200 < backoff_seconds("clarify:temporal", attempt) <= 7200
+        for draw in (0.0, 0.5, 0.999999):
+            assert backoff_seconds("clarify:temporal", attempt, _FixedRandom(draw)) == 7200
+        assert backoff_seconds("clarify:temporal", attempt) == 7200
 
     opened = open_clarification()
     for attempt in range(2):
@@ -164,7 +172,7 @@ def test_clarify_temporal_backoff_is_the_escalation_window(
         db, start, end = _reap_and_measure(opened.job)
         assert (db.status, db.attempts) == (JobStatus.PENDING, attempt + 1)
         # Every candidate gets one whole window, not a growing one: the cap is the base.
-        _assert_backoff(db, start, end, 0.9 * 7200, 7200)
+        _assert_backoff(db, start, end, 7200, 7200)
 
     settings.CLARIFY = {**settings.CLARIFY, "ESCALATION_WINDOW_HOURS": 0.5}
     assert policy_for_kind("clarify:temporal").backoff_base_seconds == 1800

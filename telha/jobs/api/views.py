@@ -64,8 +64,24 @@ class FailInSerializer(StrictSerializer):
     detail = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
-class OkSerializer(serializers.Serializer):
-    status = serializers.CharField()
+class HeartbeatOutSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["leased"])
+    leaseExpiresAt = serializers.IntegerField(help_text="the new expiry, µs since the epoch")
+
+
+class CompleteOutSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(choices=["done"])
+
+
+class FailOutSerializer(serializers.Serializer):
+    status = serializers.ChoiceField(
+        choices=["pending", "dead"],
+        help_text="pending: the next attempt will run (at once for a skip reason code, "
+        "else after the kind's backoff); dead: dead-lettered",
+    )
+    attempts = serializers.IntegerField(
+        help_text="finished attempts; for clarify:temporal the index of the next candidate"
+    )
 
 
 def _body(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
@@ -108,12 +124,16 @@ class LeaseView(APIView):
 
 
 class HeartbeatView(APIView):
-    @extend_schema(request=HeartbeatInSerializer, responses={200: OkSerializer}, tags=["jobs"])
+    @extend_schema(
+        request=HeartbeatInSerializer, responses={200: HeartbeatOutSerializer}, tags=["jobs"]
+    )
     def post(self, request: Request, job_id: str) -> Response:
         """Extend your lease."""
+        caller: Caller = request.user  # type: ignore[assignment]
         data = _body(HeartbeatInSerializer, request)
         expires = job_heartbeat(
-            tenant=request.user.tenant,  # type: ignore[union-attr]
+            tenant=caller.tenant,
+            audience=caller.audience,
             job_id=_job_id(job_id),
             token=data["leaseToken"],
             lease_seconds=data["leaseSeconds"],
@@ -122,12 +142,16 @@ class HeartbeatView(APIView):
 
 
 class CompleteView(APIView):
-    @extend_schema(request=CompleteInSerializer, responses={200: OkSerializer}, tags=["jobs"])
+    @extend_schema(
+        request=CompleteInSerializer, responses={200: CompleteOutSerializer}, tags=["jobs"]
+    )
     def post(self, request: Request, job_id: str) -> Response:
         """Mark your leased job done."""
+        caller: Caller = request.user  # type: ignore[assignment]
         data = _body(CompleteInSerializer, request)
         job_complete(
-            tenant=request.user.tenant,  # type: ignore[union-attr]
+            tenant=caller.tenant,
+            audience=caller.audience,
             job_id=_job_id(job_id),
             token=data["leaseToken"],
             result=data["result"],
@@ -136,12 +160,14 @@ class CompleteView(APIView):
 
 
 class FailView(APIView):
-    @extend_schema(request=FailInSerializer, responses={200: OkSerializer}, tags=["jobs"])
+    @extend_schema(request=FailInSerializer, responses={200: FailOutSerializer}, tags=["jobs"])
     def post(self, request: Request, job_id: str) -> Response:
         """Fail the current attempt (retryable: next attempt; skip reason codes at once)."""
+        caller: Caller = request.user  # type: ignore[assignment]
         data = _body(FailInSerializer, request)
         job = job_fail(
-            tenant=request.user.tenant,  # type: ignore[union-attr]
+            tenant=caller.tenant,
+            audience=caller.audience,
             job_id=_job_id(job_id),
             token=data["leaseToken"],
             retryable=data["retryable"],
