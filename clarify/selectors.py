@@ -3,13 +3,14 @@
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Q, QuerySet
+from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from telha.graph.models import NodeVersion
 from telha.graph.selectors import source_readable_q
 from telha.tenancy.auth import Caller
 
-from .models import Clarification, Severity, State
+from .models import BindingStatus, Clarification, ResponseRecord, Severity, State
 
 ATTENTION_ALWAYS = (State.CONFLICTED, State.EXPIRED, State.DEAD_LETTERED)
 ATTENTION_IF_SEVERE = (State.OPEN, State.ATTESTED, State.PARTIALLY_CONFIRMED)
@@ -31,15 +32,60 @@ def readable_clarifications(caller: Caller) -> QuerySet[Clarification]:
     return qs if readable is None else qs.filter(readable)
 
 
+def is_post_binding_conflict(record: ResponseRecord) -> bool:
+    """A disagreeing answer recorded after binding (CONTRACT §3.2 `postBinding: true`)."""
+    return (
+        record.binding_status == BindingStatus.CONFLICTING
+        and record.outcome.get("postBinding") is True
+    )
+
+
+def unresolved_post_binding_conflicts(responses: list[ResponseRecord]) -> list[ResponseRecord]:
+    """The post-binding conflicts no steward has acted on yet: those after the latest
+    steward-override response (in `seq` order). A steward resolves them by an explicit
+    override that upholds the bound interval (clarify.services.clarification_answer)."""
+    latest_override = max(
+        (r.seq for r in responses if r.binding_status == BindingStatus.STEWARD_OVERRIDE),
+        default=0,
+    )
+    return [r for r in responses if r.seq > latest_override and is_post_binding_conflict(r)]
+
+
+def unresolved_post_binding_conflict_q() -> Q:
+    """`Clarification` filter: answered, with a post-binding conflict newer than the latest
+    steward override (the queryset form of `unresolved_post_binding_conflicts`)."""
+    latest_override = (
+        ResponseRecord.objects.filter(
+            clarification=OuterRef("clarification"), binding_status=BindingStatus.STEWARD_OVERRIDE
+        )
+        .order_by("-seq")
+        .values("seq")[:1]
+    )
+    unresolved = ResponseRecord.objects.filter(
+        clarification=OuterRef("pk"),
+        binding_status=BindingStatus.CONFLICTING,
+        outcome__postBinding=True,
+        seq__gt=Coalesce(Subquery(latest_override), Value(0)),
+    )
+    return Q(state=State.ANSWERED) & Q(Exists(unresolved))
+
+
 def needs_steward_attention_q() -> Q:
     """Conflicted, expired and dead-lettered at any severity; open, attested and partially
-    confirmed at high or critical (architecture page `needs_steward_attention`)."""
-    return Q(state__in=ATTENTION_ALWAYS) | Q(
-        state__in=ATTENTION_IF_SEVERE, severity__in=(Severity.HIGH, Severity.CRITICAL)
+    confirmed at high or critical (architecture page `needs_steward_attention`); and
+    answered ones with a post-binding conflict no steward has resolved yet."""
+    return (
+        Q(state__in=ATTENTION_ALWAYS)
+        | Q(state__in=ATTENTION_IF_SEVERE, severity__in=(Severity.HIGH, Severity.CRITICAL))
+        | unresolved_post_binding_conflict_q()
     )
 
 
 def needs_steward_attention(clarification: Clarification) -> bool:
+    """The predicate form of `needs_steward_attention_q` for one clarification."""
+    if clarification.state == State.ANSWERED:
+        responses = list(clarification.responses.order_by("seq"))
+        return bool(unresolved_post_binding_conflicts(responses))
     return clarification.state in ATTENTION_ALWAYS or (
         clarification.state in ATTENTION_IF_SEVERE
         and clarification.severity in (Severity.HIGH, Severity.CRITICAL)
@@ -64,9 +110,28 @@ def pending_caveat(clarification: Clarification) -> dict[str, Any]:
 def clarifications_for_versions(
     versions: Iterable[NodeVersion],
 ) -> dict[str, Clarification]:
-    """The clarifications referenced by these versions' provenance (one query)."""
+    """The clarifications referenced by these versions' provenance (one query), each
+    annotated with `has_attestation` and `has_other_response` (EXISTS subqueries over its
+    recorded responses) for `is_attestation_only`."""
     ids = {v.provenance.get("clarification") for v in versions}
     ids.discard(None)
     if not ids:
         return {}
-    return {str(c.pk): c for c in Clarification.objects.filter(pk__in=ids)}
+    responses = ResponseRecord.objects.filter(clarification=OuterRef("pk"))
+    qs = Clarification.objects.filter(pk__in=ids).annotate(
+        has_attestation=Exists(responses.filter(binding_status=BindingStatus.ATTESTATION)),
+        has_other_response=Exists(responses.exclude(binding_status=BindingStatus.ATTESTATION)),
+    )
+    return {str(c.pk): c for c in qs}
+
+
+def is_attestation_only(clarification: Clarification) -> bool:
+    """The fact's only human support is attestation (CONTRACT §3.3 `human_attestation`):
+    derived from the recorded responses, not the state, so it survives the lifecycle
+    (e.g. an attested clarification that is later dead-lettered). Needs the annotations of
+    `clarifications_for_versions`."""
+    return (
+        clarification.fact_version_tx is None
+        and bool(getattr(clarification, "has_attestation", False))
+        and not getattr(clarification, "has_other_response", True)
+    )

@@ -42,6 +42,7 @@ from .models import (
 from .planning import PlannedAmbiguity
 from .policy import EffectivePolicy, job_priority, quorum_for, severity_for
 from .ranking import rank_candidates
+from .selectors import unresolved_post_binding_conflicts
 
 CLARIFY_JOB_KIND = "clarify:temporal"
 EMBED_JOB_KIND = "embed:reindex"
@@ -279,8 +280,16 @@ def clarification_answer(
     *, caller: AnswerCaller, clarification_id: Any, answer: AnswerInput, readable: Any = None
 ) -> AnswerResult:
     """The answer endpoint's outcome matrix (CONTRACT §3.2), in the architecture page's
-    order: trust → normalise → idempotent replay → post-binding → steward override →
-    attestation → active set (conflict / partial confirmation / bound).
+    order: trust → normalise → idempotent replay → steward-override check (before the
+    post-binding and attestation checks: an unauthorised override flag is refused, not
+    downgraded) → post-binding → steward override → attestation → active set (conflict /
+    partial confirmation / bound).
+
+    After binding, a steward's explicit override naming the bound interval resolves the
+    post-binding conflicts recorded since the last steward override: the binding is
+    upheld (`200 bound` with the existing `factVersionTx`, no new version) and the
+    clarification leaves the needs-attention set. Without such conflicts it is
+    `409 CLARIFY_ALREADY_ANSWERED`, like any agreeing late answer.
 
     `readable` optionally restricts which clarifications the caller may see (a filter on
     `Clarification`, e.g. clarify.selectors.readable_clarification_q, or a queryset of
@@ -307,11 +316,21 @@ def clarification_answer(
     override = bool(answer.steward_override)
     responses = list(clar.responses.order_by("seq"))
     mine = [r for r in responses if r.responder == person.pk]
-    override_allowed = rights == Rights.STEWARD and (
-        clar.state == State.CONFLICTED or bool(clar.quorum_policy.get("allowStewardOverride"))
+    unresolved = (
+        unresolved_post_binding_conflicts(responses) if clar.state == State.ANSWERED else []
     )
+    # Resolving a dispute is not overriding the quorum: allowed whatever the pinned policy
+    # says about overrides (like a conflicted clarification).
+    override_allowed = rights == Rights.STEWARD and (
+        clar.state == State.CONFLICTED
+        or bool(unresolved)
+        or bool(clar.quorum_policy.get("allowStewardOverride"))
+    )
+    # A steward's earlier override is not replayed over conflicts recorded after it.
+    upholding_again = override and bool(unresolved) and bool(mine) and _was_override(mine[-1])
     if (
         mine
+        and not upholding_again
         and mine[-1].interval == interval
         and (
             _was_override(mine[-1]) == override
@@ -346,7 +365,9 @@ def clarification_answer(
     if clar.state == State.ANSWERED:
         bound = ClarificationBinding.objects.select_related("node_version").get(clarification=clar)
         if (bound.node_version.valid_from, bound.node_version.valid_to) == interval:
-            raise AlreadyAnswered()
+            if not (override and unresolved):
+                raise AlreadyAnswered()
+            return _binding_upheld(clar, responses, unresolved, record_fields, events, now)
         body = _outcome_body("conflict", state=State.ANSWERED.value, postBinding=True)
         record = _record(clar, responses, BindingStatus.CONFLICTING, 202, body, record_fields)
         _event(events, clar, "post_binding_conflict", record, now)
@@ -442,6 +463,38 @@ def clarification_answer(
         ),
     )
     return AnswerResult(200, record.outcome, response_id=record.pk)
+
+
+def _binding_upheld(
+    clar: Clarification,
+    responses: list[ResponseRecord],
+    unresolved: list[ResponseRecord],
+    fields: dict[str, Any],
+    events: list[AuditEvent],
+    now: int,
+) -> AnswerResult:
+    """A steward's override naming the bound interval after post-binding conflicts: the
+    binding stands, the steward's response is recorded as `steward_override`, and the
+    conflicts it resolves are named in the audit trail."""
+    body = _outcome_body(
+        "bound",
+        state=State.ANSWERED.value,
+        factVersionTx=clar.fact_version_tx,
+        quorumSatisfied=True,
+    )
+    record = _record(clar, responses, BindingStatus.STEWARD_OVERRIDE, 200, body, fields)
+    _event(events, clar, "steward_override", record, now, upheld=True)
+    _event(
+        events,
+        clar,
+        "post_binding_conflict_resolved",
+        record,
+        now,
+        resolution="binding_upheld",
+        conflicts=[str(r.pk) for r in unresolved],
+    )
+    _write(record, events)
+    return AnswerResult(200, body, response_id=record.pk)
 
 
 def _set_outcome(
@@ -593,6 +646,19 @@ def embed_text(labels: list[str], properties: dict[str, Any]) -> str:
     return "\n".join(parts).encode()[:EMBED_TEXT_MAX_BYTES].decode(errors="ignore")
 
 
+def bind_fanout(*, before: NodeVersion, after: NodeVersion) -> dict[str, bool]:
+    """Which derived indexes a bound version must refresh (targeted fan-out). The temporal
+    and evidence indexes move with every version write; the embedding only when the embed
+    text (labels + properties, capped) changed. bind() copies the labels and properties,
+    so a correction — a validity-only change — never re-embeds."""
+    return {
+        "temporal": True,
+        "evidence": True,
+        "reembed": embed_text(before.labels, before.properties)
+        != embed_text(after.labels, after.properties),
+    }
+
+
 def bind(
     clar: Clarification,
     *,
@@ -605,8 +671,9 @@ def bind(
 ) -> NodeVersion:
     """The bitemporal correction: a new version of the target with the answer's interval,
     the extraction confidence restored, no longer pending, `provenance.clarification` set.
-    The previous belief stays readable at its transaction time. Targeted fan-out: an
-    `embed:` job only when the embed text changed (never for a validity-only correction).
+    The previous belief stays readable at its transaction time. Targeted fan-out
+    (`bind_fanout`): an `embed:` job only when the embed text changed, which a correction
+    (labels and properties copied, validity changed) never does.
 
     `events`: audit events buffered by the caller; bind appends its own and inserts them
     all before the routing job is finished and the BIND_HOOKS run. `before_hooks(version)`
@@ -639,10 +706,8 @@ def bind(
         evidence_class=evidence_class,
         bound_tx=version.tx_from,
     )
-    reembed = embed_text(current.labels, current.properties) != embed_text(
-        version.labels, version.properties
-    )
-    if reembed:
+    fanout = bind_fanout(before=current, after=version)
+    if fanout["reembed"]:
         job_enqueue(
             tenant=clar.tenant,
             kind=EMBED_JOB_KIND,
@@ -662,7 +727,7 @@ def bind(
             "factVersionTx": version.tx_from,
             "evidenceClass": evidence_class,
             "responses": [str(r) for r in responses or []],
-            "fanout": {"temporal": True, "evidence": True, "reembed": reembed},
+            "fanout": fanout,
         },
     )
     if before_hooks is not None:

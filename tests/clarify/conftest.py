@@ -151,6 +151,24 @@ def build_submission(
     return data
 
 
+SEVERITY_CYCLE = ["normal", "high", "critical", "low"]
+
+
+def bulk_submission(n: int, acl: tuple[str, ...] = ("group:legal",)) -> dict[str, Any]:
+    """One source with n ambiguous facts (severities cycling normal/high/critical/low)."""
+    data = build_submission(acl=acl, links=[("AUTHORED_BY", "alice")])
+    person = data["nodes"][1]
+    fact = data["nodes"][0]
+    amb = data["ambiguities"][0]
+    data["nodes"] = [{**fact, "ref": i, "key": f"term-{i}"} for i in range(n)]
+    data["nodes"].append({**person, "ref": n})
+    data["edges"] = [{"type": "AUTHORED_BY", "from": i, "to": n} for i in range(n)]
+    data["ambiguities"] = [
+        {**amb, "nodeRef": i, "severityHint": SEVERITY_CYCLE[i % 4]} for i in range(n)
+    ]
+    return data
+
+
 TABLES = {
     "responses": (ResponseRecord, "seq"),
     "versions": (NodeVersion, "tx_from"),

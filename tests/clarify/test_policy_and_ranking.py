@@ -118,7 +118,9 @@ def test_policy_for_overlays_tenant_fields_on_environment(workspace, settings, t
         "QUORUM_ALLOW_STEWARD_OVERRIDE": False,
     }
     assert policy_for(workspace) == EffectivePolicy(
-        critical_required_confirmations=4, allow_steward_override=False
+        critical_required_confirmations=4,
+        allow_steward_override=False,
+        channel_order=list(settings.CLARIFY_CHANNELS),
     )
     tenant_policy(allow_steward_override=True, required_roles=["nobody"])
     policy = policy_for(workspace)

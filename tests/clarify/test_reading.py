@@ -7,6 +7,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from clarify.models import Clarification
+from clarify.routing import on_dead
+from telha.jobs.models import Job
 
 from .conftest import (
     APPLIED_CONFIDENCE,
@@ -21,30 +23,14 @@ from .conftest import (
     RESPONSE_KEYS,
     TEXT,
     build_submission,
+    bulk_submission,
     us,
 )
-
-SEVERITY_CYCLE = ["normal", "high", "critical", "low"]
-
-
-def _bulk_submission(n: int, acl=("group:legal",)) -> dict:
-    """One source with n ambiguous facts (severities cycling normal/high/critical/low)."""
-    data = build_submission(acl=acl, links=[("AUTHORED_BY", "alice")])
-    person = data["nodes"][1]
-    fact = data["nodes"][0]
-    amb = data["ambiguities"][0]
-    data["nodes"] = [{**fact, "ref": i, "key": f"term-{i}"} for i in range(n)]
-    data["nodes"].append({**person, "ref": n})
-    data["edges"] = [{"type": "AUTHORED_BY", "from": i, "to": n} for i in range(n)]
-    data["ambiguities"] = [
-        {**amb, "nodeRef": i, "severityHint": SEVERITY_CYCLE[i % 4]} for i in range(n)
-    ]
-    return data
 
 
 @pytest.fixture
 def sixty(ingest_client):
-    resp = ingest_client.post("/v1/submissions", _bulk_submission(60), format="json")
+    resp = ingest_client.post("/v1/submissions", bulk_submission(60), format="json")
     assert resp.status_code == 201, resp.content
     ids = [c["id"] for c in resp.json()["clarifications"]]
     assert len(set(ids)) == 60
@@ -317,3 +303,77 @@ def test_history_keeps_every_evidence_class(submit, clients, answer):
         ("system_extraction", *C0),
         ("steward_override", *C2),
     ]
+
+
+def _evidence(client, node_id, **params):
+    resp = client.post(
+        "/v1/query",
+        {"labels": ["CONTRACT_TERM"], "validAt": us("2026-11-01"), **params},
+        format="json",
+    )
+    by_node = {r["id"]: r for r in resp.json()["records"]}
+    node = client.get(f"/v1/nodes/{node_id}", {"validAt": us("2026-11-01")}).json()
+    assert node["evidenceClass"] == by_node[node_id]["evidenceClass"]
+    return by_node[node_id]
+
+
+def test_attestation_evidence_survives_dead_lettering(submit, clients, answer):
+    """human_attestation is derived from the recorded responses, not the state: an
+    attested clarification that is dead-lettered (ranking exhausted) still has a viewer's
+    attestation as its fact's only human support."""
+    s = submit()
+    assert answer(clients.vera, s.clar_id, answerIndex=1).status_code == 202
+    job = Job.objects.get(kind="clarify:temporal", subject=s.clar_id)
+    on_dead(job)
+    s.clar.refresh_from_db()
+    assert s.clar.state == "dead_lettered"
+
+    rec = _evidence(clients.alice, s.node_id)
+
+    assert rec["evidenceClass"] == "human_attestation"
+    assert rec["pendingClarification"]["state"] == "dead_lettered"
+    assert (rec["validFrom"], rec["validTo"]) == C0
+    # A late editor confirmation binds; the bound version is a human clarification.
+    assert answer(clients.alice, s.clar_id, answerIndex=1).status_code == 200
+    assert _evidence(clients.alice, s.node_id)["evidenceClass"] == "human_clarification"
+
+
+def test_attestation_evidence_needs_attestation_to_be_the_only_human_support(
+    submit, clients, answer
+):
+    """An expired or dead-lettered clarification nobody answered stays system_extraction;
+    one where an editor's confirmation is also recorded (quorum still pending) is not
+    "attestation only" either (CONTRACT §3.3)."""
+    silent = submit(external_id="d/silent")
+    Clarification.objects.filter(pk=silent.clar_id).update(state="dead_lettered")
+    assert _evidence(clients.alice, silent.node_id)["evidenceClass"] == "system_extraction"
+
+    mixed = submit(external_id="d/mixed", severity_hint="critical")
+    assert answer(clients.vera, mixed.clar_id, answerIndex=1).status_code == 202
+    assert _evidence(clients.alice, mixed.node_id)["evidenceClass"] == "human_attestation"
+    assert answer(clients.alice, mixed.clar_id, answerIndex=1).status_code == 202
+    rec = _evidence(clients.alice, mixed.node_id)
+    assert rec["evidenceClass"] == "system_extraction"
+    assert rec["pendingClarification"]["state"] == "partially_confirmed"
+
+
+def test_query_records_query_count_does_not_grow_with_pending_records(submit, clients, answer):
+    def count() -> int:
+        with CaptureQueriesContext(connection) as ctx:
+            resp = clients.alice.post(
+                "/v1/query",
+                {"labels": ["CONTRACT_TERM"], "validAt": us("2026-11-01")},
+                format="json",
+            )
+        assert resp.status_code == 200
+        return len(ctx.captured_queries)
+
+    for i in range(2):
+        s = submit(external_id=f"few/{i}")
+        answer(clients.vera, s.clar_id, answerIndex=1)
+    few = count()
+    for i in range(10):
+        s = submit(external_id=f"more/{i}")
+        if i % 2:
+            answer(clients.vera, s.clar_id, answerIndex=1)
+    assert count() == few
