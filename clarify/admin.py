@@ -2,13 +2,24 @@
 filters and the Needs-attention queue, a page to decide from, the dead-letter digest, and
 the tenant's clarify policy. Actions call the same services as the API."""
 
-import uuid
 from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
-from django.db.models import JSONField, OuterRef, Q, QuerySet, Subquery
+from django.core.paginator import Paginator
+from django.db import transaction
+from django.db.models import (
+    Case,
+    IntegerField,
+    JSONField,
+    OuterRef,
+    Q,
+    QuerySet,
+    Subquery,
+    Value,
+    When,
+)
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
@@ -20,9 +31,18 @@ from telha.common.times import TimeParseError, iso, parse_us
 from telha.graph.models import NodeVersion
 from telha.tenancy.models import Person, Rights
 
-from .models import AuditEvent, BindingStatus, Clarification, ClarifyPolicy, ResponseRecord, State
-from .reports import clarification_detail
-from .selectors import needs_steward_attention_q
+from .models import (
+    AuditEvent,
+    BindingStatus,
+    Clarification,
+    ClarificationBinding,
+    ClarifyPolicy,
+    ResponseRecord,
+    Severity,
+    State,
+)
+from .reports import clarification_detail, uuid_or_none
+from .selectors import needs_steward_attention_q, unresolved_post_binding_conflicts
 from .services import AnswerCaller, AnswerInput, audit_event_append, clarification_answer
 from .stewardship import clarification_reask, clarify_policy_update, erase_person_attribution
 
@@ -87,18 +107,40 @@ def _date_us(value: Any) -> int | None:
     return parse_us(f"{value.isoformat()}T00:00:00Z") if value else None
 
 
+def open_disputes(clar: Clarification) -> list[ResponseRecord]:
+    """The post-binding disagreements no steward has resolved yet (oldest first): what
+    keeps an answered clarification in Needs attention. Empty unless answered."""
+    if clar.state != State.ANSWERED:
+        return []
+    return unresolved_post_binding_conflicts(list(clar.responses.order_by("seq")))
+
+
+def bound_answer(clar: Clarification) -> AnswerInput:
+    """The answer naming the bound interval, as a steward's upholding override sends it:
+    the candidate whose interval it is, or the interval itself."""
+    version = ClarificationBinding.objects.select_related("node_version").get(clarification=clar)
+    interval = (version.node_version.valid_from, version.node_version.valid_to)
+    for index, candidate in enumerate(clar.candidates):
+        if (candidate.get("validFrom"), candidate.get("validTo")) == interval:
+            return AnswerInput(answer_index=index, steward_override=True, channel="admin")
+    custom = {"validFrom": interval[0], "validTo": interval[1]}
+    return AnswerInput(answer_custom=custom, steward_override=True, channel="admin")
+
+
 def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
     """The clarification report for people: µs times as dates, delivery candidates by
     name (the CLI's `--json` keeps the raw values)."""
-    ids = set()
-    for h in report["deliveryHistory"]:
-        try:
-            ids.add(uuid.UUID(str(h.get("candidate"))))
-        except ValueError:
-            continue
-    names = {str(p.pk): p.name for p in Person.objects.filter(tenant=tenant, pk__in=ids)}
+    ids = {uuid_or_none(h.get("candidate")) for h in report["deliveryHistory"]}
+    names = {
+        str(p.pk): p.name
+        for p in Person.objects.filter(tenant=tenant, pk__in=[i for i in ids if i is not None])
+    }
     return {
         **report,
+        "candidates": [
+            {**c, "interval": f"{iso(c.get('validFrom'))} → {iso(c.get('validTo'))}"}
+            for c in report["candidates"]
+        ],
         "responses": [{**r, "responseTx": iso(r["responseTx"])} for r in report["responses"]],
         "deliveryHistory": [
             {
@@ -117,6 +159,34 @@ def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
     }
 
 
+DIGEST_PER_PAGE = 50
+POSITION_PREFIX = "position_"
+
+
+def reask_order(post: Any) -> list[str]:
+    """The re-ask ranking from the decide page's position inputs (`position_<person id>`:
+    1 is asked first; blank: not asked), as person ids in that order. Raises ValueError
+    (with the message for the steward) on a position that is not a whole number from 1 or
+    is given twice, and Person.DoesNotExist on an id that is not a person id."""
+    positions: dict[int, str] = {}
+    for key, value in post.items():
+        if not key.startswith(POSITION_PREFIX) or not str(value).strip():
+            continue
+        person_id = uuid_or_none(key[len(POSITION_PREFIX) :])
+        if person_id is None:
+            raise Person.DoesNotExist
+        try:
+            position = int(str(value).strip())
+        except ValueError:
+            position = 0
+        if position < 1:
+            raise ValueError("Positions are whole numbers from 1 (1 is asked first).")
+        if position in positions:
+            raise ValueError(f"Position {position} is given twice: give each person their own.")
+        positions[position] = str(person_id)
+    return [positions[n] for n in sorted(positions)]
+
+
 @admin.register(Clarification)
 class ClarificationAdmin(TenantScopedAdmin):
     list_display = (
@@ -129,7 +199,7 @@ class ClarificationAdmin(TenantScopedAdmin):
     )
     list_filter = (NeedsAttentionFilter, "state", "severity", "kind")
     search_fields = ("target__versions__search_text",)
-    ordering = ("-created_at",)
+    ordering = ("-created_at", "pk")
     list_per_page = 50
     show_full_result_count = False
     change_form_template = "admin/clarify/clarification/decide.html"
@@ -142,7 +212,12 @@ class ClarificationAdmin(TenantScopedAdmin):
             .annotate(
                 target_properties=Subquery(
                     current.values("properties")[:1], output_field=JSONField()
-                )
+                ),
+                # Sorting by the severity column means by risk, not alphabetically.
+                severity_rank=Case(
+                    *(When(severity=s, then=Value(Severity.rank(s))) for s in Severity.values),
+                    output_field=IntegerField(),
+                ),
             )
         )
 
@@ -169,7 +244,7 @@ class ClarificationAdmin(TenantScopedAdmin):
         props = getattr(obj, "target_properties", None) or {}
         return str(props.get("name") or obj.target_id)
 
-    @admin.display(description="severity", ordering="severity")
+    @admin.display(description="severity", ordering="severity_rank")
     def severity_badge(self, obj: Clarification) -> str:
         return badge(obj.severity, SEVERITY_COLOURS.get(obj.severity, "#6b7280"))
 
@@ -189,23 +264,49 @@ class ClarificationAdmin(TenantScopedAdmin):
         return HttpResponseRedirect(f"{url}?attention=yes")
 
     def digest_view(self, request: HttpRequest) -> HttpResponse:
-        """Dead-lettered clarifications with their per-candidate reason codes."""
-        clarifications = list(
+        """Dead-lettered clarifications with their per-candidate reason codes, the most
+        recently dead-lettered first, DIGEST_PER_PAGE a page (`?p=N`). Candidates are shown
+        by name: a constant number of queries whatever the page holds."""
+        paginator = Paginator(
             self.get_queryset(request)
             .filter(state=State.DEAD_LETTERED)
-            .order_by("-updated_at")[:200]
+            .order_by("-updated_at", "pk"),
+            DIGEST_PER_PAGE,
         )
+        page = paginator.get_page(request.GET.get("p"))
+        clarifications = list(page.object_list)
         events = {
             e.clarification_id: e
             for e in AuditEvent.objects.filter(
                 clarification__in=clarifications, type="dead_lettered"
             ).order_by("at")
         }
+        reasons = {
+            c.pk: (events[c.pk].detail.get("skipReasons", []) if c.pk in events else [])
+            for c in clarifications
+        }
+        steward = steward_of(request)
+        assert steward is not None  # admin_view lets stewards only in
+        ids = {uuid_or_none(r.get("candidate")) for rs in reasons.values() for r in rs}
+        names = {
+            str(pk): name
+            for pk, name in Person.objects.filter(
+                tenant=steward.tenant, pk__in=[i for i in ids if i is not None]
+            ).values_list("pk", "name")
+        }
         rows = [
             {
                 "clarification": c,
                 "name": self.target_label(c),
-                "reasons": (events[c.pk].detail.get("skipReasons", []) if c.pk in events else []),
+                "reasons": [
+                    {
+                        **r,
+                        "candidateName": names.get(str(r.get("candidate")), "(erased)")
+                        if r.get("candidate")
+                        else "steward",
+                    }
+                    for r in reasons[c.pk]
+                ],
             }
             for c in clarifications
         ]
@@ -215,6 +316,7 @@ class ClarificationAdmin(TenantScopedAdmin):
             {
                 **self.admin_site.each_context(request),
                 "rows": rows,
+                "page": page,
                 "title": "Steward digest: dead-lettered clarifications",
             },
         )
@@ -255,9 +357,14 @@ class ClarificationAdmin(TenantScopedAdmin):
         attestations = ResponseRecord.objects.filter(
             clarification=clar, binding_status=BindingStatus.ATTESTATION
         )
-        people = Person.objects.filter(tenant=clar.tenant, erased_at__isnull=True).exclude(
-            role=Rights.STEWARD
+        people = (
+            Person.objects.filter(tenant=clar.tenant, erased_at__isnull=True)
+            .exclude(role=Rights.STEWARD)
+            .order_by("name", "pk")
         )
+        disputes = open_disputes(clar)
+        dispute_ids = {str(r.pk) for r in disputes}
+        bound = next((v for v in timeline if v["bound"]), None)
         context = {
             **self.admin_site.each_context(request),
             "title": f"Clarification: {report['targetName']}",
@@ -277,6 +384,11 @@ class ClarificationAdmin(TenantScopedAdmin):
                 clar.state == State.CONFLICTED
                 or bool(clar.quorum_policy.get("allowStewardOverride"))
             ),
+            # Post-binding disagreements awaiting a steward, and the binding they dispute.
+            "disputes": [r for r in report["responses"] if r["responseId"] in dispute_ids],
+            "dispute_ids": dispute_ids,
+            "disputes_through": disputes[-1].seq if disputes else None,
+            "bound_valid": bound["valid"] if bound else "",
             **(extra_context or {}),
         }
         return render(request, self.change_form_template, context)
@@ -300,24 +412,28 @@ class ClarificationAdmin(TenantScopedAdmin):
                         "validTo": _date_us(data["valid_to"]),
                         "sourceText": data["reason"] or None,
                     }
-                result = clarification_answer(
-                    caller=caller,
-                    clarification_id=clar.pk,
-                    answer=AnswerInput(
-                        answer_index=data["answer_index"],
-                        answer_custom=custom,
-                        steward_override=True,
-                        channel="admin",
-                    ),
-                )
-                if data["reason"]:
-                    audit_event_append(
-                        tenant=clar.tenant,
-                        clarification=clar,
-                        type="override_reason",
-                        detail={"by": str(steward.pk), "reason": data["reason"]},
+                # The binding and the reason given for it commit together or not at all.
+                with transaction.atomic():
+                    result = clarification_answer(
+                        caller=caller,
+                        clarification_id=clar.pk,
+                        answer=AnswerInput(
+                            answer_index=data["answer_index"],
+                            answer_custom=custom,
+                            steward_override=True,
+                            channel="admin",
+                        ),
                     )
+                    if data["reason"]:
+                        audit_event_append(
+                            tenant=clar.tenant,
+                            clarification=clar,
+                            type="override_reason",
+                            detail={"by": str(steward.pk), "reason": data["reason"]},
+                        )
                 messages.success(request, f"Override recorded: {result.body['outcome']}.")
+            elif action == "uphold":
+                self._uphold(request, clar, steward, caller)
             elif action == "confirm":
                 record = ResponseRecord.objects.get(
                     clarification=clar,
@@ -336,21 +452,32 @@ class ClarificationAdmin(TenantScopedAdmin):
                 )
                 messages.success(request, f"Attestation confirmed: {result.body['outcome']}.")
             elif action == "reask":
-                ids = request.POST.getlist("ranking")
-                ranking = list(
-                    Person.objects.filter(tenant=clar.tenant, pk__in=ids, erased_at__isnull=True)
-                )
-                ranking.sort(key=lambda p: ids.index(str(p.pk)))
-                if not ranking:
+                try:
+                    ids = reask_order(request.POST)
+                except ValueError as exc:
+                    messages.error(request, str(exc))
+                    return
+                if not ids:
                     messages.error(request, "Choose at least one person to ask.")
                     return
+                found = {
+                    str(p.pk): p
+                    for p in Person.objects.filter(
+                        tenant=clar.tenant, pk__in=ids, erased_at__isnull=True
+                    )
+                }
+                if set(found) != set(ids):
+                    raise Person.DoesNotExist
+                ranking = [found[pid] for pid in ids]
                 clarification_reask(clarification=clar, ranking=ranking, actor=steward)
                 messages.success(request, "Delivery re-enqueued for the new candidates.")
             elif action == "erase":
                 person = Person.objects.get(
                     tenant=clar.tenant, pk=request.POST.get("person_id", "")
                 )
-                n = erase_person_attribution(tenant=clar.tenant, person=person)
+                n = erase_person_attribution(
+                    tenant=clar.tenant, person=person, actor=steward, via="admin"
+                )
                 messages.success(request, f"Attribution erased on {n} clarification(s).")
             else:
                 messages.error(request, "Unknown action.")
@@ -365,6 +492,49 @@ class ClarificationAdmin(TenantScopedAdmin):
         except DomainError as exc:
             messages.error(request, f"Refused ({exc.code}): {exc.detail}")
 
+    def _uphold(
+        self, request: HttpRequest, clar: Clarification, steward: Person, caller: AnswerCaller
+    ) -> None:
+        """Resolve the post-binding disagreements the steward was shown by upholding the
+        bound answer: the API's explicit steward override naming the bound interval
+        (`clarification_answer` records a `steward_override` response and a
+        `post_binding_conflict_resolved` event; the binding stands). The page posts the
+        `seq` of the latest disagreement it showed: if another arrived meanwhile, nothing
+        is written and the steward reviews it first. Changing the bound interval is not
+        offered: a clarification binds once (README "Steward review")."""
+        reason = str(request.POST.get("reason", "")).strip()[:500]
+        # The clarification stays locked from the check to the answer (the answer locks it
+        # again, then its target: the order every writer takes them in).
+        with transaction.atomic():
+            locked = Clarification.objects.select_for_update().get(pk=clar.pk)
+            disputes = open_disputes(locked)
+            if not disputes:
+                messages.error(request, "There is no disagreement to resolve: nothing changed.")
+                return
+            if str(disputes[-1].seq) != str(request.POST.get("disputes_through", "")).strip():
+                messages.error(
+                    request,
+                    "A new disagreement arrived after this page was loaded: review it, "
+                    "then uphold again. Nothing changed.",
+                )
+                return
+            clarification_answer(
+                caller=caller, clarification_id=clar.pk, answer=bound_answer(locked)
+            )
+            if reason:
+                audit_event_append(
+                    tenant=clar.tenant,
+                    clarification=clar,
+                    type="override_reason",
+                    detail={"by": str(steward.pk), "reason": reason},
+                )
+        n = len(disputes)
+        messages.success(
+            request,
+            f"Binding upheld: {n} disagreement{'s' if n != 1 else ''} resolved; "
+            "the clarification has left Needs attention.",
+        )
+
 
 class ClarifyPolicyForm(forms.ModelForm):
     class Meta:
@@ -375,7 +545,19 @@ class ClarifyPolicyForm(forms.ModelForm):
             "critical_required_confirmations",
             "required_roles",
             "allow_steward_override",
+            "channel_order",
         )
+
+    def clean_channel_order(self) -> Any:
+        from .policy import channel_order_errors
+
+        value = self.cleaned_data.get("channel_order")
+        if value in (None, []):
+            return None
+        error = channel_order_errors(value)
+        if error is not None:
+            raise forms.ValidationError(error)
+        return value
 
     def clean_severity_elevate(self) -> Any:
         value = self.cleaned_data.get("severity_elevate")
@@ -410,6 +592,7 @@ class ClarifyPolicyAdmin(TenantScopedAdmin):
         "quorum_enabled",
         "critical_required_confirmations",
         "allow_steward_override",
+        "channel_order",
         "updated_at",
     )
 

@@ -5,17 +5,22 @@ attribution while every piece of confirmation evidence survives. `gdpr_erase` is
 erasure executor (spec v0.9, PR-081) built on it.
 """
 
+import json
+import re
 import uuid
+from collections.abc import Iterable
 from typing import Any
 
+from django.contrib.admin.models import LogEntry
+from django.core.files.base import ContentFile
 from django.db import transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.utils import timezone
 
 from delivery.models import CardAction, ChatTurn, Delivery, NonceState, TeamsConversation
 from telha.common.errors import Conflict, NotFound
-from telha.graph.models import Node, NodeVersion, Source
-from telha.graph.services import node_version_write, source_acl_set
+from telha.graph.models import Node, NodeVersion, Source, SourceVersion
+from telha.graph.services import node_version_write, search_text_for, source_acl_set
 from telha.ingest.models import Document
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import job_enqueue
@@ -23,35 +28,84 @@ from telha.tenancy.models import Person, PersonAlias, Rights, Tenant
 
 from .models import AuditEvent, Clarification, ClarifyPolicy, ResponseRecord, State
 from .policy import job_priority
-from .services import CLARIFY_JOB_KIND, audit_event_append
+from .services import CLARIFY_JOB_KIND, _kick_jobs, audit_event_append
 
 NIL = uuid.UUID(int=0)
 ERASED = "erased"
+# Canonical source text is redacted character for character: spans, excerpts and fact
+# provenance address it by offset, so every offset after a redaction stays true.
+REDACTION_BAR = "\u2588"
+SHORT_TERM = 6
 
 
-def _scrub(value: Any, needles: set[str]) -> Any:
-    """Replace every occurrence of any needle inside a JSON value with "erased"."""
+class ErasureSubject:
+    """How an erased person shows up in stored text. `terms` match as case-insensitive
+    substrings (their id, with and without dashes, email and alias values; whole words when
+    shorter than SHORT_TERM); `name`, when it has two or more words, matches as whole words
+    with any whitespace between them (a one-word name is too common a word to redact from
+    documents and is left alone)."""
+
+    def __init__(self, *, terms: Iterable[str], name: str = "") -> None:
+        self.terms = sorted({t for t in terms if t}, key=len, reverse=True)
+        # A term shorter than SHORT_TERM (an odd alias) is matched as a whole word only,
+        # so that redacting it cannot eat into unrelated words.
+        parts = [
+            re.escape(t) if len(t) >= SHORT_TERM else rf"(?<!\w){re.escape(t)}(?!\w)"
+            for t in self.terms
+        ]
+        words = name.split()
+        self.name_word = ""
+        if len(words) >= 2:
+            parts.append(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)")
+            self.name_word = max(words, key=len)
+        # Nothing to look for matches nothing (an empty pattern would match everywhere).
+        self.pattern = re.compile("|".join(parts) or r"(?!)", re.IGNORECASE)
+
+    @classmethod
+    def of(cls, person: Person, aliases: Iterable[str]) -> "ErasureSubject":
+        return cls(terms=[str(person.pk), person.pk.hex, person.email, *aliases], name=person.name)
+
+    def q(self, *fields: str) -> Q:
+        """Rows whose `fields` may mention the subject: the database narrows the search
+        (JSON columns are matched in their stored, escaped form too), `pattern` decides."""
+        needles = {*self.terms, self.name_word} - {""}
+        needles |= {json.dumps(n)[1:-1] for n in needles}
+        q = Q(pk__in=[])
+        for field in fields:
+            for needle in needles:
+                q |= Q(**{f"{field}__icontains": needle})
+        return q
+
+    def text(self, value: str) -> str:
+        return self.pattern.sub(ERASED, value)
+
+    def mask(self, value: str) -> str:
+        """Same length: each match becomes a bar of redaction characters."""
+        return self.pattern.sub(lambda m: REDACTION_BAR * len(m.group()), value)
+
+
+def _scrub(value: Any, subject: ErasureSubject) -> Any:
+    """A JSON value with every mention of the subject (in keys and strings) "erased"."""
     if isinstance(value, dict):
-        return {k: _scrub(v, needles) for k, v in value.items()}
+        return {_scrub(k, subject): _scrub(v, subject) for k, v in value.items()}
     if isinstance(value, list):
-        return [_scrub(v, needles) for v in value]
+        return [_scrub(v, subject) for v in value]
     if isinstance(value, str):
-        for needle in needles:
-            if needle and needle.lower() in value.lower():
-                value = _replace_ci(value, needle, ERASED)
-        return value
+        return subject.text(value)
     return value
 
 
-def _replace_ci(text: str, needle: str, replacement: str) -> str:
-    lower, low_needle, out, i = text.lower(), needle.lower(), [], 0
-    while True:
-        j = lower.find(low_needle, i)
-        if j < 0:
-            out.append(text[i:])
-            return "".join(out)
-        out.append(text[i:j] + replacement)
-        i = j + len(needle)
+def _scrub_rows(qs: QuerySet[Any], fields: tuple[str, ...], subject: ErasureSubject) -> int:
+    """Rewrite the mentions of the subject in `fields` of every row of `qs`; returns how
+    many rows changed."""
+    changed = 0
+    for row in qs.filter(subject.q(*fields)).values("pk", *fields):
+        new = {f: _scrub(row[f], subject) for f in fields}
+        new = {f: v for f, v in new.items() if v != row[f]}
+        if new:
+            qs.model._base_manager.filter(pk=row["pk"]).update(**new)
+            changed += 1
+    return changed
 
 
 @transaction.atomic
@@ -59,7 +113,9 @@ def clarification_reask(
     *, clarification: Clarification, ranking: list[Person], actor: Person
 ) -> Job:
     """Re-enqueue delivery for a new candidate list: the current routing job ends, open
-    card nonces are revoked, an expired or dead-lettered clarification opens again."""
+    card nonces are revoked, an expired or dead-lettered clarification opens again. The
+    job cluster is woken once the re-ask commits (not at the next sweep); a refused
+    re-ask writes nothing and wakes nothing."""
     # Its routing jobs first, then the clarification: the order leasing and reaping lock
     # them in (job, then its clarification in the on_lease / on_dead hooks), so a re-ask
     # racing a lease waits instead of deadlocking.
@@ -96,7 +152,7 @@ def clarification_reask(
         type="reasked",
         detail={"by": str(actor.pk), "ranking": ids, "from": previous_state, "to": clar.state},
     )
-    return job_enqueue(
+    job = job_enqueue(
         tenant=clar.tenant,
         kind=CLARIFY_JOB_KIND,
         payload={"v": 1, "clarificationId": str(clar.pk), "ranking": ids},
@@ -104,6 +160,8 @@ def clarification_reask(
         max_attempts=len(ids) + 1,
         subject=str(clar.pk),
     )
+    transaction.on_commit(lambda: _kick_jobs(job.kind))
+    return job
 
 
 POLICY_FIELDS = (
@@ -112,6 +170,7 @@ POLICY_FIELDS = (
     "critical_required_confirmations",
     "required_roles",
     "allow_steward_override",
+    "channel_order",
 )
 
 
@@ -134,17 +193,21 @@ def clarify_policy_update(*, tenant: Tenant, actor: Person, **changes: Any) -> C
     return policy
 
 
-@transaction.atomic
-def erase_person_attribution(*, tenant: Tenant, person: Person) -> int:
-    """Tombstone a person's attribution on every clarification of the tenant: asked
-    entries and responder ids become the nil UUID, message refs are dropped, the channel
-    becomes "erased", the person's id is scrubbed from audit details, and an
-    `attribution_erased` event is appended. Answer values, response times, rights at
-    answer time (the role-level confirmation marker), binding statuses, quorum state and
-    the corrected fact version survive. Returns how many clarifications changed."""
+def _attribution_erase(*, tenant: Tenant, person: Person, by: str | None, via: str) -> int:
+    """`erase_person_attribution` without its tenant-level request event (shared with
+    `gdpr_erase`, which records its own)."""
     pid = str(person.pk)
-    changed = 0
-    touched = set(
+    only_id = ErasureSubject(terms=[pid])
+    # Every audit detail of the tenant naming the person: their clarifications', other
+    # clarifications' (a dropped tap, a re-ask they made) and tenant-level events (a policy
+    # change they made). Audit events are append-only, so reading them unlocked is safe.
+    hits = list(
+        AuditEvent.objects.filter(tenant=tenant)
+        .filter(only_id.q("detail"))
+        .values_list("pk", "clarification_id", "detail")
+    )
+    touched = {clar_id for _, clar_id, _ in hits if clar_id is not None}
+    touched |= set(
         ResponseRecord.objects.filter(
             clarification__tenant=tenant, responder=person.pk
         ).values_list("clarification_id", flat=True)
@@ -154,28 +217,62 @@ def erase_person_attribution(*, tenant: Tenant, person: Person) -> int:
             "pk", flat=True
         )
     )
-    for clar in Clarification.objects.select_for_update().filter(pk__in=touched):
-        clar.asked = [str(NIL) if a == pid else a for a in clar.asked]
-        clar.save(update_fields=["asked", "updated_at"])
-        roles = list(
-            ResponseRecord.objects.filter(clarification=clar, responder=person.pk).values_list(
-                "rights_at_answer_time", flat=True
-            )
-        )
-        ResponseRecord.objects.filter(clarification=clar, responder=person.pk).update(
-            responder=NIL, message_ref=None, channel=ERASED
-        )
-        for event in AuditEvent.objects.filter(clarification=clar):
-            scrubbed = _scrub(event.detail, {pid})
-            if scrubbed != event.detail:
-                AuditEvent.objects.filter(pk=event.pk).update(detail=scrubbed)
+    roles: dict[uuid.UUID, list[str]] = {}
+    clarifications = list(
+        Clarification.objects.select_for_update().filter(pk__in=touched).order_by("pk")
+    )
+    for clar in clarifications:
+        if pid in clar.asked:
+            clar.asked = [str(NIL) if a == pid else a for a in clar.asked]
+            clar.save(update_fields=["asked", "updated_at"])
+        theirs = ResponseRecord.objects.filter(clarification=clar, responder=person.pk)
+        roles[clar.pk] = list(theirs.values_list("rights_at_answer_time", flat=True))
+        theirs.update(responder=NIL, message_ref=None, channel=ERASED)
+    for pk, _, detail in hits:
+        AuditEvent.objects.filter(pk=pk).update(detail=_scrub(detail, only_id))
+    for clar in clarifications:
         audit_event_append(
             tenant=tenant,
             clarification=clar,
             type="attribution_erased",
-            detail={"responsesErased": len(roles), "rolesAtAnswerTime": sorted(set(roles))},
+            detail={
+                "responsesErased": len(roles[clar.pk]),
+                "rolesAtAnswerTime": sorted(set(roles[clar.pk])),
+                "by": by,
+                "via": via,
+            },
         )
-        changed += 1
+    return len(clarifications)
+
+
+def _actor_id(actor: Person | None, person: Person) -> str | None:
+    """Who asked for an erasure, as recorded (never the erased person's own id)."""
+    if actor is None:
+        return None
+    return ERASED if actor.pk == person.pk else str(actor.pk)
+
+
+@transaction.atomic
+def erase_person_attribution(
+    *, tenant: Tenant, person: Person, actor: Person | None = None, via: str = "cli"
+) -> int:
+    """Tombstone a person's attribution on every clarification of the tenant: asked
+    entries and responder ids become the nil UUID, message refs are dropped, the channel
+    becomes "erased", the person's id is scrubbed from every audit detail of the tenant
+    (other clarifications' and tenant-level events included), and each clarification that
+    changed gets an `attribution_erased` event (`by`: the steward who asked, `via`: admin
+    or cli). Answer values, response times, rights at answer time (the role-level
+    confirmation marker), binding statuses, quorum state and the corrected fact version
+    survive. Every request, even one that finds nothing left to erase, is audited as a
+    tenant-level `erasure_requested` event that does not name the person. Returns how many
+    clarifications changed."""
+    by = _actor_id(actor, person)
+    changed = _attribution_erase(tenant=tenant, person=person, by=by, via=via)
+    audit_event_append(
+        tenant=tenant,
+        type="erasure_requested",
+        detail={"scope": "attribution", "by": by, "via": via, "clarifications": changed},
+    )
     return changed
 
 
@@ -198,30 +295,138 @@ def _person_node_erase(node: Node) -> None:
     )
 
 
+def _sources_scrub(tenant: Tenant, subject: ErasureSubject, principals: set[str]) -> int:
+    """ACL principals naming the person go (with their guardian grants); the person's
+    mentions in a source's title, URI and external id are erased."""
+    changed = 0
+    for source in Source.objects.filter(tenant=tenant).filter(
+        subject.q("acl", "title", "uri", "external_id")
+    ):
+        acl = [p for p in source.acl if p.lower() not in principals]
+        acl = [p for p in acl if not subject.pattern.search(p)]
+        fields = {f: subject.text(getattr(source, f)) for f in ("title", "uri", "external_id")}
+        fields = {f: v for f, v in fields.items() if v != getattr(source, f)}
+        if "external_id" in fields and (
+            Source.objects.filter(
+                tenant=tenant, system=source.system, external_id=fields["external_id"]
+            ).exists()
+        ):
+            fields["external_id"] = f"{fields['external_id']}-{uuid.uuid4().hex[:8]}"
+        if fields:
+            Source.objects.filter(pk=source.pk).update(**fields)
+        if acl != source.acl:
+            source_acl_set(source=source, acl=acl)
+        changed += bool(fields) or acl != source.acl
+    return changed
+
+
+def _stored_file_scrub(doc: Document, subject: ErasureSubject) -> tuple[str, int] | None:
+    """Rewrite an upload's stored file (and its stored name) with the subject's mentions
+    erased: (new name, new size), or None when the file does not mention them. The old file
+    is deleted when the transaction commits (a rollback leaves it as it was)."""
+    old_name = doc.file.name or ""
+    if not old_name:
+        return None
+    try:
+        with doc.file.open("rb") as fh:
+            data = fh.read()
+    except OSError:
+        return None
+    text = data.decode("utf-8", errors="surrogateescape")
+    redacted = subject.text(text)
+    if redacted == text and not subject.pattern.search(old_name):
+        return None
+    content = redacted.encode("utf-8", errors="surrogateescape")
+    storage = doc.file.storage
+    new_name = storage.save(subject.text(old_name), ContentFile(content))
+    transaction.on_commit(lambda: storage.delete(old_name))
+    return new_name, len(content)
+
+
+def _documents_scrub(tenant: Tenant, subject: ErasureSubject, principals: set[str]) -> int:
+    """Uploads: ACL principals naming the person dropped; their mentions erased from the
+    file name, title, uploader mark, and from the stored file itself (rewritten under an
+    erased name; the old file is deleted once the erasure commits)."""
+    changed = 0
+    for doc in Document.objects.filter(tenant=tenant):
+        fields: dict[str, Any] = {}
+        acl = [p for p in doc.acl if p.lower() not in principals]
+        acl = [p for p in acl if not subject.pattern.search(p)]
+        if acl != doc.acl:
+            fields["acl"] = acl
+        for name in ("filename", "title", "uploaded_by"):
+            value = subject.text(getattr(doc, name))
+            if value != getattr(doc, name):
+                fields[name] = value
+        rewritten = _stored_file_scrub(doc, subject)
+        if rewritten is not None:
+            fields["file"], fields["size"] = rewritten
+        if fields:
+            Document.objects.filter(pk=doc.pk).update(**fields)
+            changed += 1
+    return changed
+
+
+def _fact_versions_scrub(tenant: Tenant, subject: ErasureSubject) -> int:
+    """Fact versions naming the person (a property, provenance): mentions erased, the
+    derived search text recomputed from the erased properties. No version is added or
+    closed: the erasure changes what was stored, not what is believed."""
+    changed = 0
+    versions = NodeVersion.objects.filter(node__tenant=tenant).filter(
+        subject.q("properties", "provenance", "search_text")
+    )
+    for version in versions:
+        properties = _scrub(version.properties, subject)
+        provenance = _scrub(version.provenance, subject)
+        search_text = search_text_for(version.labels, properties)
+        if (properties, provenance, search_text) != (
+            version.properties,
+            version.provenance,
+            version.search_text,
+        ):
+            NodeVersion.objects.filter(pk=version.pk).update(
+                properties=properties, provenance=provenance, search_text=search_text
+            )
+            changed += 1
+    return changed
+
+
 @transaction.atomic
-def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
+def gdpr_erase(
+    *, tenant: Tenant, person: Person, actor: Person | None = None, via: str = "cli"
+) -> dict[str, int]:
     """The full erasure executor: attribution erasure everywhere, job rankings with the
     subject's positions nil'd (positions kept), the subject's delivery records, chat
-    identities, aliases, keys, ACL grants and person-node history purged, and the person
-    tombstoned. Afterwards no table holds their id, aliases or email except the tombstone
-    row's primary key."""
+    identities, chat history, aliases, keys, ACL grants and person-node history purged, every
+    other mention of their id, email, aliases or full name erased from stored text (source
+    texts redacted character for character, fact properties, documents and their stored
+    files, jobs, chat turns, audit details, admin log entries), and the person tombstoned.
+    Afterwards no table holds their id, aliases or email except the tombstone row's primary
+    key. Returns how many rows of each kind changed."""
     pid = str(person.pk)
-    needles = {pid, person.email}
-    aliases = list(PersonAlias.objects.filter(person=person).values_list("value", flat=True))
-    needles |= set(aliases)
+    alias_rows = list(PersonAlias.objects.filter(person=person).values_list("kind", "value"))
+    aliases = [value for _, value in alias_rows]
+    subject = ErasureSubject.of(person, aliases)
+    by = _actor_id(actor, person)
     # Jobs before clarifications: leasing and reaping lock a job, then its clarification;
     # taking them in the same order means waiting for a lease, never deadlocking with it.
     jobs = 0
-    for job in Job.objects.select_for_update().filter(tenant=tenant, payload__icontains=pid):
-        payload = dict(job.payload)
-        if isinstance(payload.get("ranking"), list):
+    for job in (
+        Job.objects.select_for_update()
+        .filter(tenant=tenant)
+        .filter(subject.q("payload", "last_error", "result"))
+    ):
+        payload = dict(job.payload) if isinstance(job.payload, dict) else job.payload
+        if isinstance(payload, dict) and isinstance(payload.get("ranking"), list):
             payload["ranking"] = [str(NIL) if r == pid else r for r in payload["ranking"]]
-        job.payload = _scrub(payload, {pid})
-        job.last_error = _scrub(job.last_error, needles)
-        job.save(update_fields=["payload", "last_error", "updated_at"])
-        jobs += 1
+        payload = _scrub(payload, subject)
+        last_error, result = subject.text(job.last_error), _scrub(job.result, subject)
+        if (payload, last_error, result) != (job.payload, job.last_error, job.result):
+            job.payload, job.last_error, job.result = payload, last_error, result
+            job.save(update_fields=["payload", "last_error", "result", "updated_at"])
+            jobs += 1
     counts: dict[str, int] = {
-        "clarifications": erase_person_attribution(tenant=tenant, person=person),
+        "clarifications": _attribution_erase(tenant=tenant, person=person, by=by, via=via),
         "jobs": jobs,
     }
 
@@ -229,30 +434,48 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
     CardAction.objects.filter(delivery__in=deliveries).delete()
     counts["deliveries"] = deliveries.delete()[0]
     counts["chatIdentities"] = TeamsConversation.objects.filter(person=person).delete()[0]
-    # Their chat history (questions asked, answers given to them) and uploader marks.
+    # Their chat history (questions asked, answers given to them).
     counts["chatTurns"] = ChatTurn.objects.filter(person=person).delete()[0]
-    counts["documents"] = Document.objects.filter(tenant=tenant, uploaded_by__icontains=pid).update(
-        uploaded_by=ERASED
-    )
-    for event in AuditEvent.objects.filter(tenant=tenant):
-        scrubbed = _scrub(event.detail, needles)
-        if scrubbed != event.detail:
-            AuditEvent.objects.filter(pk=event.pk).update(detail=scrubbed)
 
-    # ACL principals naming the person, and the person's own graph node.
-    principals = {f"email:{person.email}".lower()} | {f"aad:{a}".lower() for a in aliases}
-    for source in Source.objects.filter(tenant=tenant):
-        kept = [p for p in source.acl if p.lower() not in principals]
-        if kept != source.acl:
-            source_acl_set(source=source, acl=kept)
-    alias_keys = [
-        f"{kind}:{value.lower()}"
-        for kind, value in PersonAlias.objects.filter(person=person).values_list("kind", "value")
-    ]
+    # The person's own graph node and the unresolved ones keyed by their aliases.
+    alias_keys = [f"{kind}:{value.lower()}" for kind, value in alias_rows]
     for node in Node.objects.filter(
         Q(person=person) | Q(source__isnull=True, key__in=alias_keys), tenant=tenant
     ):
         _person_node_erase(node)
+
+    # Every other mention in stored text.
+    principals = {f"email:{person.email}".lower()} | {f"aad:{a}".lower() for a in aliases}
+    counts["sources"] = _sources_scrub(tenant, subject, principals)
+    counts["sourceTexts"] = 0
+    for version in SourceVersion.objects.filter(source__tenant=tenant).filter(subject.q("text")):
+        masked = subject.mask(version.text)
+        if masked != version.text:
+            SourceVersion.objects.filter(pk=version.pk).update(text=masked)
+            counts["sourceTexts"] += 1
+    counts["factVersions"] = _fact_versions_scrub(tenant, subject)
+    counts["documents"] = _documents_scrub(tenant, subject, principals)
+    counts["records"] = (
+        _scrub_rows(Clarification.objects.filter(tenant=tenant), ("candidates",), subject)
+        + _scrub_rows(
+            ResponseRecord.objects.filter(clarification__tenant=tenant),
+            ("answer_custom", "outcome"),
+            subject,
+        )
+        + _scrub_rows(
+            ChatTurn.objects.filter(tenant=tenant),
+            ("text", "delivered_text", "restriction_provenance"),
+            subject,
+        )
+        + _scrub_rows(
+            LogEntry.objects.filter(user__person__tenant=tenant),
+            ("object_repr", "change_message"),
+            subject,
+        )
+    )
+    counts["auditEvents"] = _scrub_rows(
+        AuditEvent.objects.filter(tenant=tenant), ("detail",), subject
+    )
 
     counts["aliases"] = PersonAlias.objects.filter(person=person).delete()[0]
     person.api_keys.all().delete()
@@ -266,5 +489,9 @@ def gdpr_erase(*, tenant: Tenant, person: Person) -> dict[str, int]:
     person.groups.clear()
     if user is not None:
         user.delete()
-    audit_event_append(tenant=tenant, type="person_erased", detail={"tombstone": True})
+    audit_event_append(
+        tenant=tenant,
+        type="person_erased",
+        detail={"tombstone": True, "by": by, "via": via, "counts": counts},
+    )
     return counts

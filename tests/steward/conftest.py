@@ -39,7 +39,8 @@ NIL = str(uuid.UUID(int=0))
 STEWARD_PASSWORD = "steward-pass-1"  # sam's, from the shared workspace fixture
 PASSWORD = "person-pass-" + "p" * 10  # given to people who must be reachable by the inbox
 
-# The document text names nobody (so an erasure scan needs no exclusion for it).
+# The shared document text names nobody; an erasure test that needs a document naming
+# its subject passes its own `text` (which must contain SPAN_TEXT).
 SPAN_TEXT = "effective next quarter (ACME-7731)"
 TEXT = (
     "MASTER SERVICES AGREEMENT between Acme and Vendor. This agreement is "
@@ -69,6 +70,7 @@ def build_submission(
     kind: str = "relative_date",
     candidates: list[dict[str, Any]] | None = None,
     email_domain: str = "acme.test",
+    text: str = TEXT,
 ) -> dict[str, Any]:
     """A Submission (CONTRACT §3.1): one fact (ref 0) with one ambiguity, and its authority
     edges. `links` are `(EDGE_TYPE, name)`; the edge type fixes the ranking order
@@ -98,10 +100,10 @@ def build_submission(
             "externalId": external_id,
             "title": title,
             "uri": f"https://example.test/{external_id}",
-            "text": TEXT,
+            "text": text,
             "acl": ["group:legal"] if acl is None else acl,
         },
-        "spans": [dict(SPAN)],
+        "spans": [{"start": text.index(SPAN_TEXT), "end": text.index(SPAN_TEXT) + len(SPAN_TEXT)}],
         "nodes": nodes,
         "edges": edges,
         "ambiguities": [
@@ -207,6 +209,26 @@ def assert_nothing_written(before: dict[str, list[dict[str, Any]]]) -> None:
     after = snapshot()
     for name, rows in before.items():
         assert after[name] == rows, f"{name} changed"
+
+
+def assert_only_events_appended(before: dict[str, list[dict[str, Any]]]) -> list[AuditEvent]:
+    """Nothing was written but new audit events (returned, oldest first)."""
+    after = snapshot()
+    for name, rows in before.items():
+        if name != "AuditEvent":
+            assert after[name] == rows, f"{name} changed"
+    old = {row["id"] for row in before["AuditEvent"]}
+    assert [r for r in after["AuditEvent"] if r["id"] in old] == before["AuditEvent"]
+    return list(AuditEvent.objects.exclude(pk__in=old).order_by("id"))
+
+
+def reask_form(*people: Any, also: tuple[Any, ...] = ()) -> dict[str, str]:
+    """The decide page's re-ask form as a browser posts it: a position input per person,
+    `people` numbered 1, 2, … in that order and every input in `also` left blank."""
+    data = {"action": "reask"}
+    data.update({f"position_{p.pk}": "" for p in also})
+    data.update({f"position_{p.pk}": str(i) for i, p in enumerate(people, start=1)})
+    return data
 
 
 # --- fixtures ----------------------------------------------------------------------------

@@ -44,6 +44,7 @@ from .conftest import (
     job_of,
     lapse_lease,
     messages_of,
+    reask_form,
     run_worker,
     snapshot,
 )
@@ -273,8 +274,8 @@ def test_admin_tenant_isolation_of_every_action(acme_objects, globex, people):
         (clar_id, {"action": "override", "answer_index": "1", "reason": "sally was here"}),
         (clar_id, {"action": "override", "valid_from": "2026-01-01", "valid_to": "2026-12-31"}),
         (attested_id, {"action": "confirm", "response_id": str(acme_objects["attestation"])}),
-        (attested_id, {"action": "reask", "ranking": [str(people["olga"].pk)]}),
-        (attested_id, {"action": "reask", "ranking": [str(globex.people["gina"].pk)]}),
+        (attested_id, reask_form(people["olga"])),
+        (attested_id, reask_form(globex.people["gina"])),
         (clar_id, {"action": "erase", "person_id": str(people["alice"].pk)}),
         (attested_id, {"action": "erase", "person_id": str(people["vera"].pk)}),
     ]
@@ -487,10 +488,18 @@ def test_reask_with_a_new_ranking(submit, people, passwords, steward_client):
     assert run_worker() == 1
     old = job_of(clar)
     assert old.status == JobStatus.LEASED
-    [card] = Delivery.objects.filter(clarification=clar)
+    [card] = Delivery.objects.filter(clarification=clar, kind="question")
     assert (card.person_id, card.nonce_state) == (alice.pk, "active")
 
-    resp = act(steward_client, clar, action="reask", ranking=[str(olga.pk), str(bob.pk)])
+    # The form as the browser posts it: one position input per person, in page order
+    # (by name: alice, bob, olga, vera); the steward numbers olga 1 and bob 2.
+    html = page(steward_client, change_url(clar))
+    form = html.split('value="reask"', 1)[1].split("</form>", 1)[0]
+    inputs = re.findall(r'<input type="number"[^>]*name="(position_[0-9a-f-]{36})"', form)
+    assert inputs == [f"position_{p.pk}" for p in (alice, bob, olga, people["vera"])]
+    data = {"action": "reask", **{name: "" for name in inputs}}
+    data.update({f"position_{olga.pk}": "1", f"position_{bob.pk}": "2"})
+    resp = act(steward_client, clar, **data)
     assert messages_of(resp) == ["Delivery re-enqueued for the new candidates."]
     old.refresh_from_db()
     assert (old.status, old.lease_token, old.last_error) == (
@@ -538,7 +547,7 @@ def test_reask_reopens_a_dead_lettered_clarification(submit, people, steward_cli
     clar.refresh_from_db()
     assert clar.state == State.DEAD_LETTERED
 
-    act(steward_client, clar, action="reask", ranking=[str(people["alice"].pk)])
+    act(steward_client, clar, **reask_form(people["alice"]))
     clar.refresh_from_db()
     assert clar.state == State.OPEN and clar.asked == [str(people["alice"].pk)]
     [reasked] = events(clar, "reasked")
@@ -553,17 +562,27 @@ def test_reask_reopens_a_dead_lettered_clarification(submit, people, steward_cli
 def test_reask_refusals_write_nothing(submit, answer, people, globex, steward_client):
     clar = submit()
     before = snapshot()
-    for ranking in ([], [str(globex.people["gina"].pk)], ["nonsense"]):
-        resp = act(steward_client, clar, action="reask", ranking=ranking)
+    alice, bob = people["alice"], people["bob"]
+    refusals = [
+        (reask_form(also=(alice, bob)), "Choose at least one person to ask."),
+        (reask_form(globex.people["gina"]), "That record does not exist in this clarification."),
+        (reask_form(alice, globex.people["gina"]), "That record does not exist"),
+        ({"action": "reask", "position_nonsense": "1"}, "That record does not exist"),
+        (
+            {"action": "reask", f"position_{alice.pk}": "1", f"position_{bob.pk}": "1"},
+            "Position 1 is given twice",
+        ),
+        ({"action": "reask", f"position_{alice.pk}": "first"}, "Positions are whole numbers"),
+        ({"action": "reask", f"position_{alice.pk}": "0"}, "Positions are whole numbers"),
+    ]
+    for data, message in refusals:
+        resp = act(steward_client, clar, **data)
         [text] = messages_of(resp)
-        assert text in (
-            "Choose at least one person to ask.",
-            "That record does not exist in this clarification.",
-        ), text
+        assert text.startswith(message), (data, text)
     assert_nothing_written(before)
     assert answer("alice", clar, index=0).status_code == 200
     before = snapshot()
-    resp = act(steward_client, clar, action="reask", ranking=[str(people["bob"].pk)])
+    resp = act(steward_client, clar, **reask_form(people["bob"]))
     [text] = messages_of(resp)
     assert text.startswith("Refused (") and "answered clarification" in text
     assert_nothing_written(before)
@@ -585,8 +604,23 @@ def test_erase_attribution_action(submit, answer, people, globex, steward_client
     record = ResponseRecord.objects.get(clarification=clar)
     assert (str(record.responder), record.channel, record.message_ref) == (NIL, "erased", None)
     assert (record.rights_at_answer_time, record.answer_index) == ("editor", 1)
+    # Audited with the steward who acted, on the clarification and as a tenant event that
+    # does not name the erased person.
+    sam = people["sam"]
     [erased] = events(clar, "attribution_erased")
-    assert erased.detail == {"responsesErased": 1, "rolesAtAnswerTime": ["editor"]}
+    assert erased.detail == {
+        "responsesErased": 1,
+        "rolesAtAnswerTime": ["editor"],
+        "by": str(sam.pk),
+        "via": "admin",
+    }
+    [request] = AuditEvent.objects.filter(clarification=None, type="erasure_requested")
+    assert request.detail == {
+        "scope": "attribution",
+        "by": str(sam.pk),
+        "via": "admin",
+        "clarifications": 1,
+    }
     assert str(alice.pk) not in json.dumps([e.detail for e in events(clar)])
     html = page(steward_client, change_url(clar))
     responses = html.split("<h2>Responses</h2>", 1)[1].split("</section>", 1)[0]
@@ -638,10 +672,8 @@ def test_fact_versions_and_responses_are_not_edited_in_the_admin(conflicted, ste
         ).status_code
         == 403
     )
-    for model, obj in (
-        ("tenancy/person", Person.objects.first()),
-        ("graph/source", Source.objects.first()),
-    ):
+    # (A source's restriction alone is editable: tests/delivery/test_ask_restriction_admin.py.)
+    for model, obj in (("tenancy/person", Person.objects.first()),):
         resp = steward_client.post(change_url(obj, model), {"name": "x", "title": "x"})
         assert resp.status_code == 403, model
     assert_nothing_written(before)

@@ -17,11 +17,13 @@ from .conftest import (
     NIL,
     admin_ids,
     assert_nothing_written,
+    assert_only_events_appended,
     change_url,
     cli,
     event_types,
     job_of,
     lapse_lease,
+    reask_form,
     run_worker,
     snapshot,
     submit_with,
@@ -248,14 +250,20 @@ def test_erase_attribution_text_output_and_idempotence(submit, people):
         "clarify", "erase-attribution", "--tenant", "acme", "--person", "alice@acme.test", "--json"
     )
     assert again == {"clarifications": 0}
-    assert_nothing_written(before)
+    # Nothing left to erase, but the request is audited (a tenant event naming nobody).
+    [request] = assert_only_events_appended(before)
+    assert (request.type, request.clarification_id, request.detail) == (
+        "erasure_requested",
+        None,
+        {"scope": "attribution", "by": None, "via": "cli", "clarifications": 0},
+    )
 
 
 def test_reask_job_is_the_one_show_reports(submit, steward_client, people):
     """After a re-ask, `show` reports the new routing job, not the superseded one."""
     clar = submit()
     old = job_of(clar)
-    steward_client.post(change_url(clar), {"action": "reask", "ranking": [str(people["olga"].pk)]})
+    steward_client.post(change_url(clar), reask_form(people["olga"]))
     new = job_of(clar, status=JobStatus.PENDING)
     assert new.pk != old.pk
     data = cli("clarify", "show", str(clar.pk), "--json")

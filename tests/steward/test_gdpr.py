@@ -5,6 +5,7 @@ person's id, email or aliases except the tombstone row's primary key."""
 
 import json
 import uuid
+from pathlib import Path
 from typing import Any
 
 from django.apps import apps
@@ -13,11 +14,16 @@ from django.contrib.sessions.models import Session
 from django.core.files.base import ContentFile
 from django.db import models
 
-from clarify.models import AuditEvent, ClarificationBinding, ResponseRecord
-from clarify.stewardship import erase_person_attribution
+from clarify.models import AuditEvent, Clarification, ClarificationBinding, ResponseRecord
+from clarify.stewardship import (
+    ErasureSubject,
+    _scrub,
+    clarify_policy_update,
+    erase_person_attribution,
+)
 from delivery.actions import ANSWERED, DROPPED, card_action_process
 from delivery.ask import respond
-from delivery.models import CardAction, ChatTurn, Delivery
+from delivery.models import CardAction, ChatTurn, Delivery, TeamsConversation
 from telha.graph.models import Node, NodeVersion
 from telha.ingest.documents import document_upload
 from telha.jobs.models import JobStatus
@@ -28,11 +34,15 @@ from .conftest import (
     JUN_2026,
     NIL,
     SPAN_TEXT,
+    TEXT,
+    assert_only_events_appended,
     change_url,
     cli,
     events,
     job_of,
+    reask_form,
     run_worker,
+    snapshot,
 )
 
 
@@ -72,6 +82,11 @@ def _evidence(clar: Any) -> dict[str, Any]:
     }
 
 
+def _audit_shape(clar: Any) -> list[tuple[Any, ...]]:
+    """The audit trail without its values: each event's id, type, time and detail keys."""
+    return [(e.pk, e.type, e.at, sorted(e.detail)) for e in events(clar)]
+
+
 def _mentions(clar: Any, needle: str) -> list[str]:
     return [e.type for e in events(clar) if needle in json.dumps(e.detail)]
 
@@ -109,6 +124,7 @@ def test_clarify_gdpr_tombstone(
     fact_version_tx = second.json()["factVersionTx"]
     assert _mentions(clar, str(alice.pk)) and _mentions(clar, str(bob.pk))
     job_ranking = job_of(clar).payload["ranking"]
+    shape = _audit_shape(clar)
 
     out = cli(
         "clarify", "erase-attribution", "--tenant", "acme", "--person", "alice@acme.test", "--json"
@@ -126,7 +142,19 @@ def test_clarify_gdpr_tombstone(
     assert _mentions(clar, str(alice.pk)) == []
     assert _mentions(clar, str(bob.pk))  # only alice's were scrubbed
     [erased] = events(clar, "attribution_erased")
-    assert erased.detail == {"responsesErased": 1, "rolesAtAnswerTime": ["editor"]}
+    assert erased.detail == {
+        "responsesErased": 1,
+        "rolesAtAnswerTime": ["editor"],
+        "by": None,  # the local operator
+        "via": "cli",
+    }
+    # The audit trail keeps its shape: the same events in the same order with the same
+    # detail keys (values scrubbed), and one `attribution_erased` appended.
+    after = _audit_shape(clar)
+    assert after[:-1] == shape and after[-1][1] == "attribution_erased"
+    [request] = AuditEvent.objects.filter(clarification=None, type="erasure_requested")
+    assert request.detail == {"scope": "attribution", "by": None, "via": "cli", "clarifications": 1}
+    assert str(alice.pk) not in json.dumps(request.detail)
     assert _evidence(clar) == evidence
     # As of PR-064 the routing job's payload is outside erase_person_attribution (recorded
     # limit, spec §14 v0.8): the full `gdpr_erase` executor nils it (next test).
@@ -145,6 +173,7 @@ def test_clarify_gdpr_tombstone(
         assert _mentions(clar, str(pid)) == []
         assert not AuditEvent.objects.filter(clarification=clar, detail__icontains=str(pid))
     assert [e.type for e in events(clar)].count("attribution_erased") == 2
+    assert _audit_shape(clar)[:-1] == after
     # The quorum evidence is untouched: the same two editor confirmations, the same values
     # and times, the same binding and corrected version.
     assert _evidence(clar) == evidence
@@ -154,8 +183,15 @@ def test_clarify_gdpr_tombstone(
         fact_version_tx,
         "quorum_confirmation",
     )
-    # Erasing again finds nothing left to erase.
+    # Erasing again finds nothing left to erase; the request itself is still audited.
+    before = snapshot()
     assert erase_person_attribution(tenant=clar.tenant, person=alice) == 0
+    [again] = assert_only_events_appended(before)
+    assert (again.type, again.clarification_id, again.detail) == (
+        "erasure_requested",
+        None,
+        {"scope": "attribution", "by": None, "via": "cli", "clarifications": 0},
+    )
 
     # The API shows the nil UUID.
     resp = person_client("vera").get(f"/v1/clarifications/{clar.pk}")
@@ -182,12 +218,11 @@ def test_clarify_gdpr_tombstone(
 
 
 def _dump_everything() -> list[tuple[str, Any, str, str]]:
-    """Every row of every table (django_q's task tables excepted) as
-    (table, pk, column, text), JSON values dumped and sessions decoded."""
+    """Every row of every table (django_q's task tables included) as
+    (table, pk, column, text), JSON values dumped, pickled values unpickled and sessions
+    decoded."""
     rows = []
     for model in apps.get_models(include_auto_created=True):
-        if model._meta.app_label == "django_q":
-            continue
         for obj in model._base_manager.all().iterator():
             for field in model._meta.concrete_fields:
                 value = getattr(obj, field.attname)
@@ -219,12 +254,24 @@ def _leftovers(needles: set[str], person_id: str) -> list[tuple[str, Any, str, s
 
 
 def test_clarify_gdpr_tombstone_extension(
-    submit, people, passwords, answer, person_client, workspace, ingest_client
+    submit,
+    people,
+    passwords,
+    answer,
+    person_client,
+    workspace,
+    ingest_client,
+    settings,
+    tmp_path,
+    django_capture_on_commit_callbacks,
 ):
     """`telha gdpr_erase --tenant acme --person alice@acme.test`: attribution erased
     everywhere, her positions in clarify:temporal rankings nil'd (positions kept), her
-    deliveries, card actions, aliases, keys and Django user gone, the person tombstoned —
-    and then no table holds her id, email, name or aliases but the tombstone's key."""
+    deliveries, card actions, Teams conversation, aliases, keys and Django user gone, the
+    documents, facts and uploads that name her redacted, the person tombstoned — and then
+    no table (django_q's included) and no stored upload holds her id, email, name or
+    aliases but the tombstone's key."""
+    settings.MEDIA_ROOT = str(tmp_path)
     alice, bob, olga = people["alice"], people["bob"], people["olga"]
     alice_id, alice_user_id = str(alice.pk), alice.user_id
     # Minutes ingested before her Teams identity was known: an unresolved PERSON node
@@ -236,7 +283,7 @@ def test_clarify_gdpr_tombstone_extension(
                 "system": "teams",
                 "externalId": "minutes/1",
                 "title": "Legal sync",
-                "text": "Minutes of the legal sync.",
+                "text": "Minutes of the legal sync. Present: Alice Author (alice@acme.test).",
                 "acl": ["group:legal"],
             },
             "nodes": [
@@ -244,7 +291,7 @@ def test_clarify_gdpr_tombstone_extension(
                     "ref": 0,
                     "key": "minutes-1",
                     "labels": ["MEETING"],
-                    "properties": {"name": "Legal sync"},
+                    "properties": {"name": "Legal sync", "actions": "ALICE@acme.test to send"},
                 },
                 {"ref": 1, "labels": ["PERSON"], "properties": {"teamsUserId": "29:alice-teams"}},
             ],
@@ -286,10 +333,39 @@ def test_clarify_gdpr_tombstone_extension(
         links=[("AUTHORED_BY", "olga"), ("MENTIONS", "alice"), ("OWNED_BY", "bob")],
     )
     # B: normal, ranking [alice, bob], its source's ACL names her; left unanswered.
+    # Its text names her (front matter and body, the way an ingested .md file does).
+    b_text = (
+        "---\nauthor: alice@acme.test\nslack: U0ALICE\n---\n"
+        f"Drafted by Alice   Author for review. {TEXT}"
+    )
     b = submit(
         external_id="contracts/b.docx",
         links=[("AUTHORED_BY", "alice"), ("MENTIONS", "bob")],
         acl=["group:legal", "email:alice@acme.test"],
+        text=b_text,
+    )
+    b_version = b.source_version
+    b_excerpt = b_version.text[b.span_start : b.span_end]
+    assert b_excerpt == SPAN_TEXT
+    # An upload naming her, in its name, title, ACL and content.
+    memo = document_upload(
+        tenant=workspace,
+        filename="notes-U0ALICE.eml",
+        title="Notes for Alice Author",
+        content=ContentFile(b"From: Alice Author <alice@acme.test>\nSubject: MSA\n\nSee ya.\n"),
+        size=60,
+        acl=["group:legal", "email:alice@acme.test", "aad:OID-ALICE"],
+        uploaded_by=f"key:{alice_id}",
+    )
+    memo_path = Path(memo.file.path)
+    # Her Teams conversation reference (a chat identity).
+    TeamsConversation.objects.create(
+        tenant=workspace,
+        person=alice,
+        conversation_id="a:1conv-alice",
+        service_url="https://smba.example.test/",
+        teams_tenant_id="t-acme",
+        user_id="29:alice-teams",
     )
     # C: bob's card, which alice taps through Slack (dropped, audited with her identity).
     c = submit(external_id="contracts/c.docx", links=[("AUTHORED_BY", "bob")])
@@ -323,6 +399,8 @@ def test_clarify_gdpr_tombstone_extension(
     # She asked a question in chat: the exchange is stored history about her.
     respond(person=alice, question="When does the MSA term start?", channel="inbox")
     assert ChatTurn.objects.filter(person=alice).count() == 2
+    # Bob asked about her: his history stays, her mention in it goes.
+    respond(person=bob, question="Did alice@acme.test sign the MSA?", channel="inbox")
     evidence_a = _evidence(a)
     assert evidence_a["clarification"][:2] == ("answered", "satisfied")
     job_a, job_b = job_of(a), job_of(b)
@@ -336,10 +414,33 @@ def test_clarify_gdpr_tombstone_extension(
     before = _dump_everything()
     assert {table for table, _, _, text in before if "U0ALICE".lower() in text.lower()}
 
-    out = cli("gdpr_erase", "--tenant", "acme", "--person", "alice@acme.test", "--json")
-    # A and B named her (C only in an audit detail, scrubbed tenant-wide).
-    assert out["clarifications"] == 2 and out["jobs"] >= 2 and out["deliveries"] == 2
-    assert out["aliases"] == 4
+    with django_capture_on_commit_callbacks(execute=True):
+        out = cli("gdpr_erase", "--tenant", "acme", "--person", "alice@acme.test", "--json")
+    # A and B asked her; C's audit trail names her (the tap she forwarded).
+    assert out["clarifications"] == 3 and out["jobs"] >= 2 and out["deliveries"] == 2
+    assert out["aliases"] == 4 and out["chatIdentities"] == 1
+    assert out["sourceTexts"] == 2 and out["documents"] == 1 and out["factVersions"] >= 1
+    assert not TeamsConversation.objects.filter(person_id=alice_id).exists()
+    # Her mentions in stored text are redacted: a source text bar for bar (offsets, and
+    # so spans and excerpts, stay true), everything else with the "erased" marker.
+    b_version.refresh_from_db()
+    assert len(b_version.text) == len(b_text)
+    assert b_version.text.startswith("---\nauthor: " + "\u2588" * len("alice@acme.test"))
+    assert "Drafted by " + "\u2588" * len("Alice   Author") + " for review." in b_version.text
+    assert b_version.text[b.span_start : b.span_end] == SPAN_TEXT
+    assert b_version.content_hash == b.source_version.content_hash
+    memo.refresh_from_db()
+    assert memo.acl == ["group:legal"] and memo.title == "Notes for erased"
+    assert memo.filename == "notes-erased.eml" and memo.uploaded_by == "key:erased"
+    assert not memo_path.exists()  # the old stored file is gone
+    assert Path(memo.file.path).read_bytes() == b"From: erased <erased>\nSubject: MSA\n\nSee ya.\n"
+    assert memo.size == len(Path(memo.file.path).read_bytes())
+    meeting = NodeVersion.objects.get(node__key="minutes-1", tx_to__isnull=True)
+    assert meeting.properties == {"name": "Legal sync", "actions": "erased to send"}
+    assert "alice" not in meeting.search_text
+    bob_turns = ChatTurn.objects.filter(person=bob)
+    assert bob_turns.count() == 2
+    assert "Did erased sign the MSA?" in [t.text for t in bob_turns]
 
     # Rankings: her positions are the nil UUID, every other position unchanged.
     job_a.refresh_from_db()
@@ -383,8 +484,13 @@ def test_clarify_gdpr_tombstone_extension(
 
     # Then: a scan of every table. The only mention left is the tombstone's primary key.
     assert _leftovers(needles, alice_id) == []
-    # (The document text names nobody, so no table needed excluding.)
-    assert all(n not in SPAN_TEXT for n in needles)
+    # ...and of every stored upload, by name and content.
+    for path in tmp_path.rglob("*"):
+        if path.is_file():
+            text = f"{path.name}\n{path.read_bytes().decode(errors='replace')}".lower()
+            assert not any(n.lower() in text for n in needles), path
+    # The decide page still shows B's excerpt.
+    assert SPAN_TEXT in Clarification.objects.get(pk=b.pk).source_version.text
 
 
 def test_gdpr_erase_of_a_steward_leaves_no_trace(
@@ -401,7 +507,7 @@ def test_gdpr_erase_of_a_steward_leaves_no_trace(
         {"action": "override", "answer_index": "1", "reason": "Checked with legal"},
     )
     other = conflicted(external_id="contracts/other.docx")
-    steward_client.post(change_url(other), {"action": "reask", "ranking": [str(people["olga"].pk)]})
+    steward_client.post(change_url(other), reask_form(people["olga"]))
     resp = steward_client.post(
         "/admin/clarify/clarifypolicy/add/",
         {
@@ -434,3 +540,69 @@ def test_gdpr_erase_of_a_steward_leaves_no_trace(
     assert [e.detail["reason"] for e in events(clar, "override_reason")] == ["Checked with legal"]
     # Signed out: the session no longer belongs to anyone.
     assert steward_client.get("/admin/").status_code == 302
+
+
+def test_erase_attribution_scrubs_the_id_from_every_audit_detail_of_the_tenant(
+    submit, people, passwords, steward_client, workspace
+):
+    """Not only on the clarifications that asked them: a card they tapped that was not
+    theirs (the NOT_RECIPIENT drop), a re-ask they made, a policy change they made (a
+    tenant-level event) — each loses their id; each clarification touched gets its
+    `attribution_erased` event, and its trail keeps its shape."""
+    sam, bob, olga = people["sam"], people["bob"], people["olga"]
+    passwords("bob")
+    tapped = submit(external_id="contracts/tapped.docx", links=[("AUTHORED_BY", "bob")])
+    assert run_worker() == 1
+    card = Delivery.objects.get(clarification=tapped, person=bob, kind="question")
+    dropped = card_action_process(
+        channel="inbox",
+        actor=sam,
+        clarification_id=str(tapped.pk),
+        nonce=card.nonce,
+        answer_index=0,
+        action_id="inbox-sam-1",
+        actor_identity=f"user:{sam.user_id}",
+    )
+    assert dropped.status == DROPPED and dropped.reason == "NOT_RECIPIENT"
+    reasked = submit(external_id="contracts/reasked.docx", links=[("AUTHORED_BY", "olga")])
+    steward_client.post(change_url(reasked), reask_form(olga))
+    clarify_policy_update(tenant=workspace, actor=sam, quorum_enabled=True)
+    naming = AuditEvent.objects.filter(tenant=workspace, detail__icontains=str(sam.pk))
+    assert {(e.type, e.clarification_id) for e in naming} == {
+        ("card_action_dropped", tapped.pk),
+        ("reasked", reasked.pk),
+        ("policy_changed", None),
+    }
+    shapes = {c.pk: _audit_shape(c) for c in (tapped, reasked)}
+    evidence = {c.pk: _evidence(c) for c in (tapped, reasked)}
+
+    out = cli(
+        "clarify", "erase-attribution", "--tenant", "acme", "--person", "sam@acme.test", "--json"
+    )
+    assert out == {"clarifications": 2}
+    assert not naming.all().exists()  # a fresh query (naming is evaluated above)
+    for clar in (tapped, reasked):
+        after = _audit_shape(clar)
+        assert after[:-1] == shapes[clar.pk] and after[-1][1] == "attribution_erased"
+        assert _evidence(clar) == evidence[clar.pk]
+    [drop] = events(tapped, "card_action_dropped")
+    assert (drop.detail["reason"], drop.detail["actor"]) == ("NOT_RECIPIENT", "erased")
+    [again] = events(reasked, "reasked")
+    assert (again.detail["by"], again.detail["ranking"]) == ("erased", [str(olga.pk)])
+    [policy] = AuditEvent.objects.filter(tenant=workspace, type="policy_changed")
+    assert policy.detail["by"] == "erased" and policy.detail["after"]["quorum_enabled"] is True
+
+
+def test_what_the_erasure_redacts_in_free_text():
+    """Ids, emails and aliases as case-insensitive substrings (a short alias only as a whole
+    word); a full name as whole words across any whitespace; a one-word name never (too
+    common a word). Source text is masked bar for bar, everything else says "erased"."""
+    subject = ErasureSubject(terms=["alice@acme.test", "U0ALICE", "ab1"], name="Alice   Author")
+    text = "Mail ALICE@acme.test or U0alice; ab1 but not cab12; alice author, not Alice Authority."
+    assert subject.text(text) == (
+        "Mail erased or erased; erased but not cab12; erased, not Alice Authority."
+    )
+    masked = subject.mask(text)
+    assert len(masked) == len(text) and masked.startswith("Mail " + "\u2588" * 15 + " or ")
+    assert ErasureSubject(terms=[], name="Sam").pattern.search("Sam said") is None
+    assert _scrub({"U0ALICE": ["x U0ALICE", 3, None]}, subject) == {"erased": ["x erased", 3, None]}

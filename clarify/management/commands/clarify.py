@@ -6,12 +6,15 @@ recorded with channel "cli"; the responder answers with their own rights.
 
 import json
 import uuid
+from collections.abc import Callable, Iterator
+from itertools import islice
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.db.models import QuerySet
 
 from clarify.models import Clarification, Severity, State
-from clarify.reports import clarification_detail, clarification_row
+from clarify.reports import clarification_detail, clarification_row, target_names
 from clarify.selectors import needs_steward_attention_q
 from clarify.services import AnswerCaller, AnswerInput, clarification_answer
 from clarify.stewardship import erase_person_attribution
@@ -36,6 +39,14 @@ def _clarification(raw: str) -> Clarification:
         raise CommandError(f"NOT_FOUND: no clarification {raw!r}", returncode=1) from exc
 
 
+LS_CHUNK = 500
+
+
+def _chunks(items: Iterator[Clarification], size: int) -> Iterator[list[Clarification]]:
+    while chunk := list(islice(items, size)):
+        yield chunk
+
+
 class Command(BaseCommand):
     help = "Inspect and answer clarifications (the operator fallback)."
 
@@ -45,14 +56,22 @@ class Command(BaseCommand):
         ls.add_argument("--tenant")
         ls.add_argument("--state", choices=State.values)
         ls.add_argument("--severity", choices=Severity.values)
-        ls.add_argument("--limit", type=int, default=200)
+        ls.add_argument(
+            "--limit",
+            type=int,
+            help="list at most N clarifications, newest first (default: all of them)",
+        )
         ls.add_argument("--json", action="store_true")
         show = sub.add_parser("show", help="one clarification in full")
         show.add_argument("id")
         show.add_argument("--json", action="store_true")
         queue = sub.add_parser("queue", help="the needs-steward-attention set")
         queue.add_argument("--tenant")
-        queue.add_argument("--limit", type=int, default=200)
+        queue.add_argument(
+            "--limit",
+            type=int,
+            help="list at most N clarifications, newest first (default: the whole set)",
+        )
         queue.add_argument("--json", action="store_true")
         erase = sub.add_parser("erase-attribution", help="tombstone a person's attribution")
         erase.add_argument("--tenant", required=True)
@@ -81,6 +100,8 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(data, default=str) if opts.get("json") else text)
 
     def do_ls(self, opts: dict[str, Any]) -> None:
+        """Every matching clarification (or the newest `--limit`), streamed in chunks of
+        LS_CHUNK rows: two queries per chunk, whatever the number of rows."""
         qs = Clarification.objects.select_related("tenant", "target").order_by("-created_at", "id")
         tenant = _tenant(opts["tenant"])
         if tenant is not None:
@@ -89,27 +110,73 @@ class Command(BaseCommand):
             qs = qs.filter(state=opts["state"])
         if opts["severity"]:
             qs = qs.filter(severity=opts["severity"])
-        rows = [clarification_row(c) for c in qs[: opts["limit"]]]
-        lines = [f"{'ID':36}  {'STATE':19}  {'SEVERITY':8}  {'KIND':25}  TARGET"]
-        lines += [
-            f"{r['id']:36}  {r['state']:19}  {r['severity']:8}  {r['kind']:25}  {r['targetName']}"
-            for r in rows
-        ]
-        self.emit(opts, rows, "\n".join(lines))
+        if opts["limit"] is not None:
+            if opts["limit"] < 1:
+                raise CommandError("--limit must be a positive integer", returncode=2)
+            qs = qs[: opts["limit"]]
+        header = f"{'ID':36}  {'STATE':19}  {'SEVERITY':8}  {'KIND':25}  TARGET"
+        self.stream_rows(
+            opts,
+            qs,
+            header=header,
+            line=lambda r: (
+                f"{r['id']:36}  {r['state']:19}  {r['severity']:8}  {r['kind']:25}  "
+                f"{r['targetName']}"
+            ),
+            empty=header,
+        )
 
     def do_queue(self, opts: dict[str, Any]) -> None:
+        """The whole needs_steward_attention set (CONTRACT §2), newest first, streamed in
+        chunks; `--limit N` keeps the newest N."""
         qs = Clarification.objects.select_related("tenant", "target").filter(
             needs_steward_attention_q()
         )
         tenant = _tenant(opts["tenant"])
         if tenant is not None:
             qs = qs.filter(tenant=tenant)
-        rows = [clarification_row(c) for c in qs.order_by("-created_at", "id")[: opts["limit"]]]
-        lines = [f"{'ID':36}  {'STATE':19}  {'SEVERITY':8}  TARGET"]
-        lines += [
-            f"{r['id']:36}  {r['state']:19}  {r['severity']:8}  {r['targetName']}" for r in rows
-        ]
-        self.emit(opts, rows, "\n".join(lines) if rows else "Nothing needs attention.")
+        qs = qs.order_by("-created_at", "id")
+        if opts["limit"] is not None:
+            if opts["limit"] < 1:
+                raise CommandError("--limit must be a positive integer", returncode=2)
+            qs = qs[: opts["limit"]]
+        self.stream_rows(
+            opts,
+            qs,
+            header=f"{'ID':36}  {'STATE':19}  {'SEVERITY':8}  TARGET",
+            line=lambda r: f"{r['id']:36}  {r['state']:19}  {r['severity']:8}  {r['targetName']}",
+            empty="Nothing needs attention.",
+        )
+
+    def stream_rows(
+        self,
+        opts: dict[str, Any],
+        qs: QuerySet[Clarification],
+        *,
+        header: str,
+        line: Callable[[dict[str, Any]], str],
+        empty: str,
+    ) -> None:
+        """Every clarification of `qs` as list rows, LS_CHUNK at a time (two queries per
+        chunk, memory bounded whatever the size): one JSON array with `--json`, else the
+        header and one line per row, or `empty` when there are none."""
+        as_json = bool(opts["json"])
+        written = 0
+        for chunk in _chunks(qs.iterator(chunk_size=LS_CHUNK), LS_CHUNK):
+            names = target_names(chunk)
+            rows = [clarification_row(c, name=names[c.target_id]) for c in chunk]
+            if as_json:
+                text = ", ".join(json.dumps(r, default=str) for r in rows)
+                self.stdout.write(("[" if not written else ", ") + text, ending="")
+            else:
+                if not written:
+                    self.stdout.write(header)
+                self.stdout.write("\n".join(line(r) for r in rows))
+            written += len(rows)
+        if as_json:
+            self.stdout.write("]" if written else "[]")
+        elif not written:
+            self.stdout.write(empty)
 
     def do_erase_attribution(self, opts: dict[str, Any]) -> None:
         tenant = _tenant(opts["tenant"])
@@ -117,7 +184,7 @@ class Command(BaseCommand):
         person = Person.objects.filter(tenant=tenant, email=opts["person"].lower()).first()
         if person is None:
             raise CommandError(f"NOT_FOUND: no person {opts['person']!r}", returncode=1)
-        changed = erase_person_attribution(tenant=tenant, person=person)
+        changed = erase_person_attribution(tenant=tenant, person=person, via="cli")
         self.emit(
             opts,
             {"clarifications": changed},
@@ -190,6 +257,7 @@ class Command(BaseCommand):
                     clarify_service=False,
                     person_id=person.pk,
                     rights=person.role,
+                    person=person,
                 ),
                 clarification_id=clar.pk,
                 answer=AnswerInput(

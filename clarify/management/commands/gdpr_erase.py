@@ -12,7 +12,9 @@ from telha.tenancy.models import Person, Tenant
 class Command(BaseCommand):
     help = (
         "Erase a person: attribution tombstoned everywhere, job rankings nil'd, delivery "
-        "records, aliases, keys and chat identities removed, the person tombstoned."
+        "records, aliases, keys, chat identities and history removed, every other mention "
+        "of their id, email, aliases or name redacted (source texts, facts, documents and "
+        "their files, jobs, audit details), the person tombstoned."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -29,7 +31,7 @@ class Command(BaseCommand):
         ).first()
         if person is None:
             raise CommandError(f"NOT_FOUND: no person {opts['person']!r}", returncode=1)
-        counts = gdpr_erase(tenant=tenant, person=person)
+        counts = gdpr_erase(tenant=tenant, person=person, via="cli")
         if opts["json"]:
             self.stdout.write(json.dumps(counts))
         else:
