@@ -83,6 +83,15 @@ class ClarifyPolicy(models.Model):
     critical_required_confirmations = models.PositiveSmallIntegerField(null=True, blank=True)
     required_roles = models.JSONField(null=True, blank=True, help_text='e.g. ["editor"]')
     allow_steward_override = models.BooleanField(null=True, blank=True)
+    channel_order = models.JSONField(
+        null=True,
+        blank=True,
+        help_text=(
+            'Delivery channels to try, in order, e.g. ["slack", "inbox"] (of teams, slack, '
+            "inbox). A person is reached on the first configured channel where they have a "
+            "verified address. Empty: the CLARIFY_CHANNELS default."
+        ),
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -24,6 +24,28 @@ class EffectivePolicy:
     critical_required_confirmations: int = 2
     required_roles: list[str] = field(default_factory=lambda: [Rights.EDITOR.value])
     allow_steward_override: bool = True
+    # Delivery channels in the order they are tried (a person is reached on the first
+    # configured one where they have a verified address).
+    channel_order: list[str] = field(default_factory=list)
+
+
+CHANNEL_NAMES = ("teams", "slack", "inbox")
+
+
+def channel_order_errors(value: Any) -> str | None:
+    """Why `value` is not a channel order (a non-empty list of distinct known channel
+    names), or None when it is one."""
+    if (
+        not isinstance(value, list)
+        or not value
+        or any(not isinstance(c, str) or c not in CHANNEL_NAMES for c in value)
+    ):
+        return (
+            f'Use a list of channel names from {", ".join(CHANNEL_NAMES)}, e.g. ["slack", "inbox"].'
+        )
+    if len(set(value)) != len(value):
+        return "Name each channel once."
+    return None
 
 
 def _validated_elevations(raw: dict[str, Any]) -> dict[str, str]:
@@ -58,7 +80,16 @@ def policy_for(tenant: Tenant) -> EffectivePolicy:
         allow_steward_override=bool(
             pick(row.allow_steward_override if row else None, conf["QUORUM_ALLOW_STEWARD_OVERRIDE"])
         ),
+        channel_order=_channel_order(row.channel_order if row else None),
     )
+
+
+def _channel_order(value: Any) -> list[str]:
+    """The tenant's channel order, or CLARIFY_CHANNELS when unset (or, defensively, when a
+    stored value is not a valid order)."""
+    if value is None or channel_order_errors(value) is not None:
+        return list(settings.CLARIFY_CHANNELS)
+    return list(value)
 
 
 def severity_for(policy: EffectivePolicy, kind: str, hint: str | None) -> str:

@@ -119,18 +119,30 @@ def on_attempt_start(job: Job) -> None:
     )
 
 
+SKIP_EVENT_TYPES = ("skipped", "delivery_failed", "digested")
+
+
+def skip_reasons_by_clarification(clarification_ids: Any) -> dict[Any, list[dict[str, Any]]]:
+    """`skip_reasons` for many clarifications in one query."""
+    out: dict[Any, list[dict[str, Any]]] = {}
+    for e in AuditEvent.objects.filter(
+        clarification_id__in=list(clarification_ids), type__in=SKIP_EVENT_TYPES
+    ).order_by("at", "id"):
+        out.setdefault(e.clarification_id, []).append(
+            {
+                "attempt": e.detail.get("attempt"),
+                "candidate": e.detail.get("candidate"),
+                "reason": e.detail.get("reason"),
+            }
+        )
+    return out
+
+
 def skip_reasons(clar: Clarification) -> list[dict[str, Any]]:
-    """Every skip and failure reason recorded for this clarification, in order."""
-    return [
-        {
-            "attempt": e.detail.get("attempt"),
-            "candidate": e.detail.get("candidate"),
-            "reason": e.detail.get("reason"),
-        }
-        for e in AuditEvent.objects.filter(
-            clarification=clar, type__in=("skipped", "delivery_failed")
-        ).order_by("at", "id")
-    ]
+    """Every skip, failure and digest reason recorded for this clarification, in order:
+    `skipped` (NO_READ_PERMISSION, NO_DELIVERY_ALIAS, …), `delivery_failed`
+    (DELIVERY_FAILED) and `digested` (DIGESTED: the question went into a digest)."""
+    return skip_reasons_by_clarification([clar.pk]).get(clar.pk, [])
 
 
 def on_dead(job: Job) -> None:

@@ -2,6 +2,7 @@
 the recipient are checked against the delivery record, then the one answer service is
 called as a `clarify` caller with the verified responder and their rights now."""
 
+import logging
 from dataclasses import dataclass
 from typing import Any
 
@@ -11,10 +12,12 @@ from clarify.errors import AlreadyAnswered, UnparseableAnswer
 from clarify.models import Clarification
 from clarify.services import AnswerCaller, AnswerInput, audit_event_append, clarification_answer
 from telha.common.errors import DomainError
-from telha.tenancy.models import Person
+from telha.tenancy.models import Person, Tenant
 
 from .cards import MOVED_ON, outcome_copy
 from .models import CardAction, Delivery, NonceState
+
+audit_log = logging.getLogger("telha.audit")
 
 DROPPED = "dropped"
 ANSWERED = "answered"
@@ -41,7 +44,35 @@ def _drop(
             type="card_action_dropped",
             detail={"reason": reason, "channel": channel, **(detail or {})},
         )
+    else:
+        audit_log.warning("card_action_dropped reason=%s channel=%s", reason, channel)
     return ActionOutcome(DROPPED, "This card can no longer be used.", reason=reason)
+
+
+def _drop_unknown(
+    tenant: Tenant | None, channel: str, clarification_id: Any, actor_identity: str
+) -> ActionOutcome:
+    """A tap whose nonce matches no delivery (unknown or missing): there is no
+    clarification to audit against, so it is recorded as a tenant audit event when the
+    tenant is known (the signed-in person's, or the one the channel identity maps to),
+    else on the `telha.audit` logger."""
+    detail = {
+        "reason": "UNKNOWN_NONCE",
+        "channel": channel,
+        "claimedClarification": str(clarification_id or "")[:64],
+        "identity": actor_identity[:100],
+    }
+    if tenant is not None:
+        audit_event_append(tenant=tenant, type="card_action_dropped", detail=detail)
+    else:
+        audit_log.warning(
+            "card_action_dropped reason=UNKNOWN_NONCE channel=%s claimedClarification=%s "
+            "identity=%s",
+            channel,
+            detail["claimedClarification"],
+            detail["identity"],
+        )
+    return ActionOutcome(DROPPED, "This card can no longer be used.", reason="UNKNOWN_NONCE")
 
 
 def card_action_process(
@@ -55,10 +86,13 @@ def card_action_process(
     action_id: str | None = None,
     message_ref: str | None = None,
     actor_identity: str = "",
+    tenant: Tenant | None = None,
 ) -> ActionOutcome:
     """Process one tap. Unknown nonce, a nonce replayed against another clarification, a
     revoked nonce, a tap by anyone but the recipient, or an exact replay: dropped and
-    audited, never processed. The action log row records how it ended."""
+    audited, never processed. `tenant` is the tenant the channel identity belongs to, when
+    known (for auditing a tap whose nonce names no delivery; else the actor's). The action
+    log row records how it ended."""
     record: list[CardAction] = []
     outcome = _process(
         channel=channel,
@@ -70,6 +104,7 @@ def card_action_process(
         action_id=action_id,
         message_ref=message_ref,
         actor_identity=actor_identity,
+        tenant=tenant or (actor.tenant if actor is not None else None),
         record=record,
     )
     if record:
@@ -90,6 +125,7 @@ def _process(
     action_id: str | None,
     message_ref: str | None,
     actor_identity: str,
+    tenant: Tenant | None,
     record: list[CardAction],
 ) -> ActionOutcome:
     delivery = (
@@ -114,7 +150,7 @@ def _process(
         except IntegrityError:
             return _drop(delivery, "REPLAYED_ACTION", channel, {"actionId": action_id[:200]})
     if delivery is None:
-        return _drop(None, "UNKNOWN_NONCE", channel)
+        return _drop_unknown(tenant, channel, clarification_id, actor_identity)
     if str(delivery.clarification_id) != str(clarification_id):
         return _drop(
             delivery,

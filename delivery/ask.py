@@ -18,6 +18,7 @@ from django.db.models import Q
 
 from clarify.models import Clarification, ResponseRecord, State
 from clarify.policy import job_priority
+from clarify.selectors import pending_caveat
 from clarify.services import CLARIFY_JOB_KIND, audit_event_append
 from telha.common.times import from_us
 from telha.graph.models import EvidenceClass, NodeVersion
@@ -27,9 +28,10 @@ from telha.jobs.services import job_enqueue
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person
 
+from .cards import candidate_label
 from .models import ChatTurn
 from .provenance import gate_outbound, normalize_channel_origin, parse_restriction_provenance
-from .restriction import known_restricted_excerpts
+from .restriction import restricted_excerpts_in
 
 STOPWORDS = frozenset(
     (
@@ -85,6 +87,12 @@ VERDICTS: dict[str, str] = {
     EvidenceClass.STEWARD_OVERRIDE: "steward-overridden",
     EvidenceClass.HUMAN_ATTESTATION: "attested",
 }
+QUORUM_TEXT: dict[str, str] = {
+    "not_required": "no quorum required",
+    "pending": "quorum pending",
+    "satisfied": "quorum satisfied",
+    "conflicted": "quorum conflicted",
+}
 
 
 @dataclass
@@ -98,6 +106,7 @@ class Evidence:
     source_id: str | None
     restriction: str | None
     pending: dict[str, Any] | None = None
+    caveat: str = ""
 
 
 @dataclass
@@ -107,6 +116,15 @@ class AskAnswer:
     provenance: list[dict[str, Any]] = field(default_factory=list)
     restricted_excerpts: list[str] = field(default_factory=list)
     ask_now: dict[str, Any] | None = None
+    tenant_id: Any = None
+
+    def excerpts_in(self, text: str) -> list[str]:
+        """What the delivery gate looks for in `text`: the spans of the answer's own
+        facts, and every restricted excerpt of the tenant that `text` quotes verbatim
+        (complete: the database is asked, however many restricted spans exist)."""
+        if self.tenant_id is None:
+            return list(self.restricted_excerpts)
+        return [*self.restricted_excerpts, *restricted_excerpts_in(self.tenant_id, text)]
 
 
 def reader_for(person: Person) -> Caller:
@@ -191,14 +209,11 @@ def answer_question(person: Person, question: str) -> AskAnswer:
             # A guessed interval is never presented as confirmed (spec §3.9).
             verdict = "pending"
         if v.pending and clar is not None and clar.state != State.ANSWERED:
-            pending = {
-                "clarificationId": str(clar.pk),
-                "state": clar.state,
-                "candidates": [c.get("label") for c in clar.candidates],
-                "appliedCandidateConfidence": clar.applied_candidate_confidence,
-            }
+            pending = pending_caveat(clar)  # CONTRACT §3.3 pendingClarification
             if ask_now is None and clar.state in ASKABLE_STATES:
-                ask_now = _ask_now_offer(clar)
+                # One offer: for the best-ranked fact a person can be asked about; it
+                # names that fact, whose caveat is shown with it.
+                ask_now = _ask_now_offer(clar, fact=str(v.properties.get("name") or v.node.key))
         if source is not None and source.restriction:
             # The spans index the source version this fact version was extracted from.
             text = (
@@ -221,18 +236,26 @@ def answer_question(person: Person, question: str) -> AskAnswer:
                 source_id=str(source.pk) if source else None,
                 restriction=source.restriction if source else None,
                 pending=pending,
+                caveat=caveat_text(pending) if pending else "",
             )
         )
     top = evidence[0]
     text = f"“{top.name}” is {top.valid} ({top.verdict})."
-    if top.pending:
-        text += (
-            f" This depends on an unresolved clarification ({top.pending['state']}): "
-            f"candidates {', '.join(str(c) for c in top.pending['candidates'])}; the applied "
-            f"guess has confidence {top.pending['appliedCandidateConfidence']:.2f}."
-        )
-    excerpts.extend(known_restricted_excerpts(person.tenant_id))
-    return AskAnswer(text, evidence, provenance, excerpts, ask_now)
+    if top.caveat:
+        text += f" {top.caveat}"
+    return AskAnswer(text, evidence, provenance, excerpts, ask_now, tenant_id=person.tenant_id)
+
+
+def caveat_text(pending: dict[str, Any]) -> str:
+    """The pending caveat of spec §3.9 in words: the clarification (id, state, quorum
+    state), its candidates and the applied guess's confidence."""
+    candidates = ", ".join(candidate_label(c) for c in pending["candidates"])
+    quorum = QUORUM_TEXT.get(pending["quorumState"], f"quorum {pending['quorumState']}")
+    return (
+        f"This depends on an unresolved clarification ({pending['state']}, {quorum}; "
+        f"id {pending['id']}): candidates {candidates}; the applied guess has confidence "
+        f"{pending['appliedCandidateConfidence']:.2f}."
+    )
 
 
 def _spans(v: NodeVersion, text: str) -> list[str]:
@@ -252,7 +275,7 @@ def _count_bound(clar_ids: list[Any]) -> dict[Any, int]:
     return counts
 
 
-def _ask_now_offer(clar: Clarification) -> dict[str, Any] | None:
+def _ask_now_offer(clar: Clarification, *, fact: str) -> dict[str, Any] | None:
     first = next((a for a in clar.asked if a), None)
     person = (
         Person.objects.filter(pk=first, tenant=clar.tenant_id, erased_at__isnull=True).first()
@@ -264,6 +287,7 @@ def _ask_now_offer(clar: Clarification) -> dict[str, Any] | None:
     return {
         "clarificationId": str(clar.pk),
         "person": person.name,
+        "fact": fact,
         "label": f"Ask {person.name} now?",
     }
 
@@ -352,20 +376,33 @@ def chat_exchange_record(
     return asked, answered
 
 
-def render(answer: AskAnswer) -> str:
-    """The evidence card as text: the answer, the cited evidence with verdicts, counts and
-    the trace links."""
-    lines = [answer.text]
-    for e in answer.evidence:
-        count = f", {e.confirmations} confirmation(s)" if e.confirmations else ""
-        lines.append(f"• {e.name}: {e.valid} — {e.verdict}{count}. Open full trace: {e.trace_url}")
+def verification_counts(answer: AskAnswer) -> str:
+    """How many cited facts carry each verdict ("1 pending, 2 source-derived")."""
     verdicts: dict[str, int] = {}
     for e in answer.evidence:
         verdicts[e.verdict] = verdicts.get(e.verdict, 0) + 1
+    return ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items()))
+
+
+def ask_now_text(offer: dict[str, Any]) -> str:
+    return f"{offer['label']} (about “{offer['fact']}”)"
+
+
+def render(answer: AskAnswer) -> str:
+    """The evidence card as text: the answer (with the top fact's caveat), the cited
+    evidence with verdicts, counts, every other pending fact's caveat and the trace
+    links."""
+    lines = [answer.text]
+    for i, e in enumerate(answer.evidence):
+        count = f", {e.confirmations} confirmation(s)" if e.confirmations else ""
+        caveat = f" {e.caveat}" if e.caveat and i else ""  # the top one's is in the answer
+        lines.append(
+            f"• {e.name}: {e.valid} — {e.verdict}{count}.{caveat} Open full trace: {e.trace_url}"
+        )
     if answer.evidence:
-        lines.append("Verification: " + ", ".join(f"{n} {v}" for v, n in sorted(verdicts.items())))
+        lines.append(f"Verification: {verification_counts(answer)}")
     if answer.ask_now:
-        lines.append(f"{answer.ask_now['label']} (use the button)")
+        lines.append(f"{ask_now_text(answer.ask_now)}: use the button")
     return "\n".join(lines)
 
 
@@ -380,7 +417,7 @@ def respond(*, person: Person, question: str, channel: str) -> tuple[str, AskAns
     body = render(answer)
     delivered = body
     if origin != "inbox":
-        result = gate_outbound(body, answer.provenance, answer.restricted_excerpts)
+        result = gate_outbound(body, answer.provenance, answer.excerpts_in(body))
         delivered = result.body
         if not result.allowed:
             audit_event_append(

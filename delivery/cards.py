@@ -143,9 +143,31 @@ def build_escalation(clar: Clarification, skip_reasons: list[dict[str, Any]]) ->
         text=text,
         document_title=title,
         document_url=url,
-        review_url=f"{settings.PUBLIC_BASE_URL}/admin/clarify/clarification/{clar.pk}/change/",
+        review_url=review_url(clar),
         skip_reasons=skip_reasons,
     )
+
+
+def build_steward_notice(clar: Clarification, asked: Person) -> Escalation:
+    """The FYI stewards get when a high-severity question goes direct (spec §5 "high
+    direct with steward notified"): redacted like the escalation, no action needed."""
+    title, url = document_of(clar)
+    return Escalation(
+        clarification_id=str(clar.pk),
+        text=(
+            f"For your information: a {clar.severity}-severity question about a date in "
+            f"“{title}” was sent to {asked.name or 'its first candidate'}. Nothing to do "
+            "unless it stalls."
+        ),
+        document_title=title,
+        document_url=url,
+        review_url=review_url(clar),
+    )
+
+
+def review_url(clar: Clarification) -> str:
+    """The steward's decide page of the clarification in the admin."""
+    return f"{settings.PUBLIC_BASE_URL}/admin/clarify/clarification/{clar.pk}/change/"
 
 
 def _first_name(person: Person | None) -> str:

@@ -1,5 +1,10 @@
 """Digest batching: questions queued for a person beyond the digest threshold go out as
-one message listing them once the digest window has passed."""
+one message listing them once the digest window has passed.
+
+At send time every item passes the ACL floor check again (the person may have lost read
+access while it waited): an item that fails is dropped — its nonce revoked, a `skipped`
+event with the reason code. On chat channels each remaining card passes the delivery
+gate; a blocked one becomes the teaser and a `restricted_content_blocked` event."""
 
 from datetime import timedelta
 from typing import Any
@@ -9,13 +14,15 @@ from django.db import transaction
 from django.utils import timezone
 
 from clarify.models import State
+from clarify.policy import policy_for
 from clarify.services import audit_event_append
 from telha.tenancy.selectors import aliases_for
 
-from .cards import build_card
+from .cards import Card, build_card
 from .channels import DeliveryError
+from .gate import floor_check
 from .models import Delivery, DeliveryStatus, NonceState
-from .restriction import excerpt_for_chat, gated_card
+from .restriction import excerpt_for_chat, gated_card, restricted_content_blocked
 
 
 def digests_flush(*, now: Any = None) -> int:
@@ -51,7 +58,17 @@ def digests_flush(*, now: Any = None) -> int:
                 )
                 continue
             person = open_items[0].person
-            route = route_for(person, aliases_for([person.pk]).get(str(person.pk), {}))
+            open_items = _readable(open_items)
+            if not open_items:  # the dropped ones are failed; the closed ones need nothing
+                Delivery.objects.filter(
+                    pk__in=[d.pk for d in items], status=DeliveryStatus.QUEUED_DIGEST
+                ).update(status=DeliveryStatus.SENT, sent_at=now)
+                continue
+            route = route_for(
+                person,
+                aliases_for([person.pk]).get(str(person.pk), {}),
+                policy_for(person.tenant).channel_order,
+            )
             if route is None:
                 continue
             cards = [
@@ -60,16 +77,18 @@ def digests_flush(*, now: Any = None) -> int:
             ]
             if route.channel.name != "inbox":
                 cards = [
-                    gated_card(c, d.clarification)[0]
-                    for c, d in zip(cards, open_items, strict=True)
+                    _gated(c, d, route.channel.name) for c, d in zip(cards, open_items, strict=True)
                 ]
             try:
                 ref = route.channel.send_digest(address=route.address, cards=cards)
             except DeliveryError:
                 continue
-            Delivery.objects.filter(pk__in=[d.pk for d in items]).update(
+            Delivery.objects.filter(pk__in=[d.pk for d in open_items]).update(
                 status=DeliveryStatus.SENT, sent_at=now, message_ref=ref[:500]
             )
+            Delivery.objects.filter(
+                pk__in=[d.pk for d in items], status=DeliveryStatus.QUEUED_DIGEST
+            ).update(status=DeliveryStatus.SENT, sent_at=now)
             for d in open_items:
                 audit_event_append(
                     tenant=d.tenant,
@@ -85,3 +104,40 @@ def digests_flush(*, now: Any = None) -> int:
                 )
             sent += 1
     return sent
+
+
+def _readable(items: list[Delivery]) -> list[Delivery]:
+    """The items whose recipient still passes the ACL floor check; the others are dropped:
+    nonce revoked (the card can no longer be answered or shown in the inbox), status
+    failed, and a `skipped` event with the reason code."""
+    kept = []
+    for d in items:
+        reason = floor_check(d.clarification, [d.person]).get(d.person.pk)
+        if reason is None:
+            kept.append(d)
+            continue
+        Delivery.objects.filter(pk=d.pk).update(
+            status=DeliveryStatus.FAILED, nonce_state=NonceState.REVOKED
+        )
+        audit_event_append(
+            tenant=d.tenant,
+            clarification=d.clarification,
+            type="skipped",
+            detail={
+                "attempt": d.attempt,
+                "candidate": str(d.person_id),
+                "reason": reason,
+                "digest": True,
+            },
+        )
+    return kept
+
+
+def _gated(card: Card, d: Delivery, channel: str) -> Card:
+    """The digest entry as it may cross to a chat channel; a block is audited like a card's."""
+    gated, blocked = gated_card(card, d.clarification)
+    if blocked:
+        restricted_content_blocked(
+            d.clarification, reason=blocked, channel=channel, message="digest", attempt=d.attempt
+        )
+    return gated

@@ -1,6 +1,11 @@
 """The inbox channel's pages: a signed-in person's open cards, answered with the same
-nonce and answer path as Slack and Teams. CSRF-protected."""
+nonce and answer path as Slack and Teams, and — for a steward — the steward escalations
+and notices addressed to them while their clarification is unresolved (redacted: document
+title, links to the document and the decide page, skip reasons; never span text).
+CSRF-protected."""
 
+from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
 from django.contrib import messages
@@ -10,11 +15,12 @@ from django.shortcuts import render
 from django.views.decorators.http import require_http_methods, require_POST
 
 from clarify.models import State
+from clarify.routing import skip_reasons_by_clarification
 from telha.common.times import TimeParseError, parse_us
-from telha.tenancy.models import Person
+from telha.tenancy.models import Person, Rights
 
 from .actions import ANSWERED, card_action_process
-from .cards import build_card
+from .cards import Escalation, build_card, build_escalation, build_steward_notice
 from .models import Delivery, DeliveryKind, NonceState
 from .restriction import excerpt_for_chat
 
@@ -49,12 +55,73 @@ def open_cards(person: Person) -> list[dict[str, Any]]:
     return cards
 
 
+@dataclass(frozen=True)
+class StewardItem:
+    """One steward escalation or high-severity notice, as the inbox shows it."""
+
+    kind: str  # "escalation" | "notice"
+    message: Escalation
+    severity: str
+    state: str
+    reasons: list[str]
+    at: datetime
+
+
+def steward_items(person: Person) -> list[StewardItem]:
+    """For a steward (now): the escalations and high-severity notices addressed to them,
+    one per clarification (the latest), while the clarification is not answered —
+    whatever channel carried them, sent or failed. Escalations first. Redacted: built
+    like the chat messages (title, links, reasons), never with span text."""
+    if person.role != Rights.STEWARD:
+        return []
+    deliveries = (
+        Delivery.objects.filter(person=person, kind=DeliveryKind.ESCALATION)
+        .exclude(clarification__state=State.ANSWERED)
+        .select_related("clarification__source_version__source", "clarification__tenant")
+        .defer("clarification__source_version__text")
+        .order_by("-attempt", "-created_at")
+    )
+    latest: dict[Any, Delivery] = {}
+    for d in deliveries:
+        latest.setdefault(d.clarification_id, d)
+    reasons = skip_reasons_by_clarification(latest)
+    asked_ids = {
+        d.clarification.asked[d.attempt]
+        for d in latest.values()
+        if d.attempt < len(d.clarification.asked)
+    }
+    asked = {str(p.pk): p for p in Person.objects.filter(pk__in=asked_ids)}
+    items = []
+    for d in latest.values():
+        clar = d.clarification
+        candidate = clar.asked[d.attempt] if d.attempt < len(clar.asked) else None
+        if candidate is None:
+            message = build_escalation(clar, reasons.get(clar.pk, []))
+        else:
+            message = build_steward_notice(clar, asked.get(candidate) or Person(name=""))
+        items.append(
+            StewardItem(
+                kind="notice" if candidate is not None else "escalation",
+                message=message,
+                severity=clar.severity,
+                state=clar.state,
+                reasons=sorted({str(r["reason"]) for r in reasons.get(clar.pk, []) if r["reason"]}),
+                at=d.created_at,
+            )
+        )
+    items.sort(key=lambda i: (i.kind != "escalation", -i.at.timestamp()))
+    return items
+
+
 @login_required
 @require_http_methods(["GET"])
 def inbox(request: HttpRequest) -> HttpResponse:
     person = _person(request)
     cards = open_cards(person) if person is not None else []
-    return render(request, "inbox/inbox.html", {"person": person, "cards": cards})
+    stewarding = steward_items(person) if person is not None else []
+    return render(
+        request, "inbox/inbox.html", {"person": person, "cards": cards, "stewarding": stewarding}
+    )
 
 
 def _date_to_us(value: str) -> int | None:
@@ -144,10 +211,16 @@ def ask_now_view(request: HttpRequest) -> HttpResponse:
 @login_required
 @require_http_methods(["GET"])
 def fact(request: HttpRequest, node_id: str) -> HttpResponse:
-    """The full trace of a fact you may read: every version with its evidence."""
+    """The full trace of a fact you may read: every version with its evidence. It is the
+    "Open full trace" link of ask in chat and nothing else links to it, so with
+    ASK_ENABLED off it is 404 like the other ask pages (off behaves exactly as before)."""
     import uuid as _uuid
 
+    from django.conf import settings
     from django.http import Http404
+
+    if not settings.ASK_ENABLED:
+        raise Http404("Asking is not enabled.")
 
     from telha.common.times import iso
     from telha.graph.models import NodeVersion

@@ -30,8 +30,12 @@ class NonceState(models.TextChoices):
 
 
 class Delivery(models.Model):
-    """One card for one person about one clarification at one job attempt. The nonce is
-    stored before the send and reused verbatim on an idempotent re-send."""
+    """One card for one person about one clarification at one attempt of one routing job.
+    The nonce is stored before the send and reused verbatim on an idempotent re-send of
+    that job's attempt (only while it is still active). A re-ask enqueues a new routing
+    job, so asking the same person at the same attempt number again is a new delivery
+    with a fresh nonce; the superseded one stays revoked. `job_id` is null only on rows
+    from before routing jobs keyed deliveries whose job no longer exists."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="deliveries")
@@ -56,8 +60,8 @@ class Delivery(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["clarification", "attempt", "person", "kind"],
-                name="delivery_unique_attempt_person",
+                fields=["clarification", "job_id", "attempt", "person", "kind"],
+                name="delivery_unique_job_attempt_person",
             )
         ]
         indexes = [

@@ -4,6 +4,8 @@ and clarification id ride in every action's data."""
 
 from typing import Any
 
+from django.conf import settings
+
 from .cards import SOMETHING_ELSE, Card, Escalation
 
 SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
@@ -22,7 +24,23 @@ def _execute(title: str, data: dict[str, Any], style: str | None = None) -> dict
     return action
 
 
-def question_card(card: Card, *, error: str = "", outcome: str = "") -> dict[str, Any]:
+# A digest lists at most this many questions (the rest are pointed to the inbox), as on
+# Slack: every item carries its own buttons and "Something else…" form, and a Teams
+# message must stay well under its 28 KB payload limit.
+MAX_DIGEST_CARDS = 8
+
+CUSTOM_INPUTS = ("validFrom", "validTo", "sourceText")
+
+
+def input_id(name: str, suffix: str = "") -> str:
+    """The id of a "Something else…" input. Ids are unique within a card, so a digest
+    suffixes each item's inputs with its clarification id (`validFrom:<id>`)."""
+    return f"{name}:{suffix}" if suffix else name
+
+
+def _card_body(card: Card, *, outcome: str, error: str) -> list[dict[str, Any]]:
+    """The question, the excerpt, the quorum note, the document link, then the outcome copy
+    or the error."""
     body: list[dict[str, Any]] = [
         {"type": "TextBlock", "text": card.question, "wrap": True, "weight": "Bolder"},
     ]
@@ -42,11 +60,16 @@ def question_card(card: Card, *, error: str = "", outcome: str = "") -> dict[str
     )
     if outcome:
         body.append({"type": "TextBlock", "text": outcome, "wrap": True, "color": "Good"})
-        return {"type": "AdaptiveCard", "$schema": SCHEMA, "version": "1.5", "body": body}
-    if error:
+    elif error:
         body.append({"type": "TextBlock", "text": error, "wrap": True, "color": "Attention"})
-    if not card.buttons:  # a restricted teaser has no candidates: nothing to tap
-        return {"type": "AdaptiveCard", "$schema": SCHEMA, "version": "1.5", "body": body}
+    return body
+
+
+def _card_actions(card: Card, *, suffix: str = "") -> list[dict[str, Any]]:
+    """A button per candidate, then "Something else…" (a ShowCard with two `Input.Date`
+    fields and where it says so); none for a restricted teaser, which has no candidates."""
+    if not card.buttons:
+        return []
     actions = [_execute(b.label, card.action(b.index)) for b in card.buttons]
     custom_data = {
         "kind": "clarify_answer",
@@ -63,15 +86,19 @@ def question_card(card: Card, *, error: str = "", outcome: str = "") -> dict[str
                 "body": [
                     {
                         "type": "Input.Date",
-                        "id": "validFrom",
+                        "id": input_id("validFrom", suffix),
                         "label": "Valid from",
                         "isRequired": True,
                         "errorMessage": "A start date is required.",
                     },
-                    {"type": "Input.Date", "id": "validTo", "label": "Valid to (optional)"},
+                    {
+                        "type": "Input.Date",
+                        "id": input_id("validTo", suffix),
+                        "label": "Valid to (optional)",
+                    },
                     {
                         "type": "Input.Text",
-                        "id": "sourceText",
+                        "id": input_id("sourceText", suffix),
                         "label": "Where does it say so?",
                         "maxLength": 2000,
                     },
@@ -80,39 +107,70 @@ def question_card(card: Card, *, error: str = "", outcome: str = "") -> dict[str
             },
         }
     )
-    return {
-        "type": "AdaptiveCard",
-        "$schema": SCHEMA,
-        "version": "1.5",
-        "body": body,
-        "actions": actions,
-    }
+    return actions
 
 
-def digest_card(cards: list[Card]) -> dict[str, Any]:
+def _adaptive(body: list[dict[str, Any]], actions: list[dict[str, Any]]) -> dict[str, Any]:
+    card: dict[str, Any] = {"type": "AdaptiveCard", "$schema": SCHEMA, "version": "1.5"}
+    card["body"] = body
+    if actions:
+        card["actions"] = actions
+    return card
+
+
+def question_card(card: Card, *, error: str = "", outcome: str = "") -> dict[str, Any]:
+    """One question: once answered (`outcome`) the buttons are gone; an `error` (an invalid
+    custom interval) keeps them so the person can correct it."""
+    body = _card_body(card, outcome=outcome, error=error)
+    return _adaptive(body, [] if outcome else _card_actions(card))
+
+
+def digest_card(
+    cards: list[Card],
+    *,
+    outcomes: dict[str, str] | None = None,
+    errors: dict[str, str] | None = None,
+) -> dict[str, Any]:
+    """Several questions in one message (each clarification once), each item with its own
+    question, excerpt, document link, buttons and "Something else…"; beyond
+    `MAX_DIGEST_CARDS` the rest are pointed to the inbox. `outcomes`/`errors` (by
+    clarification id) re-render items after a tap: Teams replaces the whole message with
+    the invoke response, so the refreshed digest must hold every item."""
+    outcomes, errors = outcomes or {}, errors or {}
+    by_clarification: dict[str, Card] = {}
+    for card in cards:
+        by_clarification.setdefault(card.clarification_id, card)
+    unique = list(by_clarification.values())
+    shown = unique[:MAX_DIGEST_CARDS]
     body: list[dict[str, Any]] = [
         {
             "type": "TextBlock",
-            "text": f"{len(cards)} questions are waiting for you",
+            "text": f"{len(unique)} questions are waiting for you",
             "weight": "Bolder",
             "wrap": True,
         }
     ]
-    for card in cards:
+    for card in shown:
+        cid = card.clarification_id
+        outcome = outcomes.get(cid, "")
+        items = _card_body(card, outcome=outcome, error=errors.get(cid, ""))
+        actions = [] if outcome else _card_actions(card, suffix=cid)
+        if actions:
+            items.append({"type": "ActionSet", "actions": actions})
+        body.append(
+            {"type": "Container", "separator": True, "id": f"clarify:{cid}", "items": items}
+        )
+    if len(unique) > len(shown):
         body.append(
             {
-                "type": "Container",
+                "type": "TextBlock",
+                "text": f"{len(unique) - len(shown)} more are waiting in your "
+                f"[Telha inbox]({settings.PUBLIC_BASE_URL}/inbox/).",
+                "wrap": True,
                 "separator": True,
-                "items": [
-                    {"type": "TextBlock", "text": card.question, "wrap": True},
-                    {
-                        "type": "ActionSet",
-                        "actions": [_execute(b.label, card.action(b.index)) for b in card.buttons],
-                    },
-                ],
             }
         )
-    return {"type": "AdaptiveCard", "$schema": SCHEMA, "version": "1.5", "body": body}
+    return _adaptive(body, [])
 
 
 def escalation_card(escalation: Escalation) -> dict[str, Any]:

@@ -1,9 +1,20 @@
 """The delivery worker (the clarify-bot, acting with the `clarify` audience).
 
 It leases `clarify:temporal` jobs; attempt N asks ranking[N]. Candidates failing the
-gate are skipped inside the same lease with a reason code; after a successful send the
-worker stops heartbeating, so lease expiry plus the kind's backoff is the escalation
-window. The attempt after the last candidate is the redacted steward escalation.
+gate are skipped inside the same lease with a reason code. A send that still fails after
+the in-lease retries is audited (`delivery_failed`) and the job is failed retryable with
+`DELIVERY_FAILED`, a skip reason code of the jobs protocol: the next attempt is leasable
+at once, so a failed delivery never burns an escalation window either. After a
+successful send the worker stops heartbeating, so lease expiry plus the kind's backoff is
+the escalation window. The attempt after the last candidate is the redacted steward
+escalation. Channels are tried in the tenant's channel order.
+
+Deliveries are keyed by (clarification, routing job, attempt, person, kind): re-leasing
+the same job at the same attempt re-sends the same card with the same nonce, while a
+steward re-ask's new job gets fresh rows and nonces even when it asks the same person at
+the same attempt number. A row is made only while the lease is still held (a re-ask
+supersedes it), and a card whose nonce was revoked or closed is never sent again
+(`resend_withheld` is audited instead). The delivery events carry the routing job id.
 """
 
 import contextlib
@@ -17,20 +28,28 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import F
 from django.utils import timezone
 
 from clarify.models import AuditEvent, Clarification, Severity, State
+from clarify.policy import policy_for
 from clarify.routing import skip_reasons
 from clarify.services import audit_event_append
+from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import Lease, LeaseLost, job_advance, job_complete, job_fail
 from telha.tenancy.models import Person, Rights
 from telha.tenancy.selectors import aliases_for
 
-from .cards import build_card, build_escalation
+from .cards import Escalation, build_card, build_escalation, build_steward_notice
 from .channels import Channel, DeliveryError, configured_channels
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState
-from .restriction import excerpt_for_chat, gated_card, gated_escalation
+from .restriction import (
+    excerpt_for_chat,
+    gated_card,
+    gated_escalation,
+    restricted_content_blocked,
+)
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +57,10 @@ NO_DELIVERY_ALIAS = "NO_DELIVERY_ALIAS"
 DAILY_CAP_EXCEEDED = "DAILY_CAP_EXCEEDED"
 DIGESTED = "DIGESTED"
 DELIVERY_FAILED = "DELIVERY_FAILED"
+# A steward escalation that failed on every reachable steward is retried after the
+# kind's backoff (one escalation window) this many times before the job dies.
+ESCALATION_RETRIES = 3
+ESCALATION_RETRY = "ESCALATION_RETRY"
 SEND_RETRIES = 3
 RETRY_PAUSE_SECONDS = 0.2
 
@@ -48,9 +71,12 @@ class Route:
     address: str
 
 
-def route_for(person: Person, aliases: dict[str, str]) -> Route | None:
-    """The first configured channel on which the person has a verified address."""
-    for channel in configured_channels():
+def route_for(
+    person: Person, aliases: dict[str, str], order: list[str] | None = None
+) -> Route | None:
+    """The first configured channel, in `order` (the tenant's channel order; None: the
+    `CLARIFY_CHANNELS` default), on which the person has a verified address."""
+    for channel in configured_channels(order):
         address = channel.address(person, aliases)
         if address:
             return Route(channel, address)
@@ -69,22 +95,35 @@ class ClarificationClosed(Exception):
         self.state = state
 
 
+class CardWithdrawn(Exception):
+    """This job attempt's card was revoked or closed since it was made: it is not sent
+    again, neither with its dead nonce nor with a new one."""
+
+    def __init__(self, delivery: Delivery) -> None:
+        super().__init__(delivery.nonce_state)
+        self.delivery = delivery
+
+
 def _delivery_record(
     clar: Clarification,
     person: Person,
-    job_id: int,
+    lease: Lease,
     attempt: int,
     kind: str,
     channel: str,
     status: str,
 ) -> Delivery:
-    """The delivery row, created (with its nonce) before the send, or the existing one for
-    an idempotent re-send of the same attempt (same nonce).
+    """The delivery row, created (with its nonce) before the send, or the existing one of
+    the same routing job's same attempt for an idempotent re-send (same nonce).
 
-    Created under the clarification's row lock (the answer path's lock; on SQLite the
-    IMMEDIATE transaction), after re-reading its state: an answer that binds in the
-    meantime closes every active nonce, so a nonce created after it would stay active on
-    an answered clarification. A closed clarification raises `ClarificationClosed`."""
+    Keyed by the routing job: a re-ask's new job asking the same person at the same
+    attempt number makes its own row with a fresh nonce. Created under the
+    clarification's row lock (the answer path's and the re-ask's lock; on SQLite the
+    IMMEDIATE transaction), after re-reading its state and that the lease is still held:
+    an answer that binds in the meantime closes every active nonce and a re-ask revokes
+    them, so a row created after either would stay active. A closed clarification raises
+    `ClarificationClosed`, a superseded lease `LeaseLost`, and an existing row whose nonce
+    is no longer active `CardWithdrawn`."""
     with transaction.atomic():
         state = (
             Clarification.objects.select_for_update()
@@ -94,19 +133,25 @@ def _delivery_record(
         )
         if state in (State.ANSWERED, State.CONFLICTED):
             raise ClarificationClosed(str(state))
+        if not Job.objects.filter(
+            pk=lease.job.pk, lease_token=lease.token, status=JobStatus.LEASED
+        ).exists():
+            raise LeaseLost()
         delivery, _ = Delivery.objects.get_or_create(
             clarification=clar,
+            job_id=lease.job.pk,
             attempt=attempt,
             person=person,
             kind=kind,
             defaults={
                 "tenant": clar.tenant,
-                "job_id": job_id,
                 "channel": channel,
                 "status": status,
                 "nonce": _new_nonce(),
             },
         )
+    if delivery.nonce_state != NonceState.ACTIVE:
+        raise CardWithdrawn(delivery)
     return delivery
 
 
@@ -166,6 +211,7 @@ def _delivery_failed(
         channel=route.channel.name,
         reason=DELIVERY_FAILED,
         error=str(exc)[:300],
+        job=delivery.job_id,
     )
 
 
@@ -205,21 +251,41 @@ def handle_lease(lease: Lease) -> None:
     }
     verdicts = floor_check(clar, people.values())
     aliases = aliases_for(people)
+    order = policy_for(clar.tenant).channel_order
     attempt = job.attempts
     try:
         while attempt < len(ranking):
             candidate = people.get(ranking[attempt])
-            reason = _skip_reason(clar, candidate, verdicts, aliases)
+            reason = _skip_reason(clar, candidate, verdicts, aliases, order)
             if reason is None:
                 assert candidate is not None
-                _ask(lease, clar, candidate, attempt, aliases.get(str(candidate.pk), {}))
+                _ask(lease, clar, candidate, attempt, aliases.get(str(candidate.pk), {}), order)
                 return
-            _event(clar, "skipped", attempt=attempt, candidate=ranking[attempt], reason=reason)
+            _event(
+                clar,
+                "skipped",
+                attempt=attempt,
+                candidate=ranking[attempt],
+                reason=reason,
+                job=job.pk,
+            )
             job = job_advance(tenant=None, job_id=job.pk, token=lease.token)
             attempt = job.attempts
-        _escalate(lease, clar, attempt)
+        _escalate(lease, clar, attempt, order)
     except LeaseLost:
-        log.info("lease on job %s was lost; another worker owns it now", job.pk)
+        log.info("lease on job %s was lost; another worker or a re-ask owns it now", job.pk)
+    except CardWithdrawn as withdrawn:
+        # Not re-sent and not re-minted: no heartbeat, so the lease runs out to the next
+        # attempt as after a send.
+        d = withdrawn.delivery
+        _event(
+            clar,
+            "resend_withheld",
+            attempt=d.attempt,
+            **{"candidate" if d.kind == DeliveryKind.QUESTION else "steward": str(d.person_id)},
+            job=job.pk,
+            nonceState=d.nonce_state,
+        )
     except ClarificationClosed as closed:
         with contextlib.suppress(LeaseLost):  # LeaseLost: the answer already finished the job
             job_complete(
@@ -245,13 +311,14 @@ def _skip_reason(
     candidate: Person | None,
     verdicts: dict[Any, str | None],
     aliases: dict[str, dict[str, str]],
+    order: list[str] | None = None,
 ) -> str | None:
     if candidate is None:
         return NO_DELIVERY_ALIAS
     verdict = verdicts.get(candidate.pk)
     if verdict is not None:
         return verdict
-    if route_for(candidate, aliases.get(str(candidate.pk), {})) is None:
+    if route_for(candidate, aliases.get(str(candidate.pk), {}), order) is None:
         return NO_DELIVERY_ALIAS
     if _sent_today(candidate) >= settings.CLARIFY["PER_PERSON_DAILY_CAP"]:
         return DAILY_CAP_EXCEEDED
@@ -259,16 +326,24 @@ def _skip_reason(
 
 
 def _ask(
-    lease: Lease, clar: Clarification, person: Person, attempt: int, aliases: dict[str, str]
+    lease: Lease,
+    clar: Clarification,
+    person: Person,
+    attempt: int,
+    aliases: dict[str, str],
+    order: list[str] | None = None,
 ) -> None:
-    route = route_for(person, aliases)
+    """Ask one candidate: the card is sent (or queued for a digest); a send that still
+    fails after the in-lease retries is audited and fails the job retryable with
+    `DELIVERY_FAILED` (a skip code: the next candidate's attempt is leasable at once)."""
+    route = route_for(person, aliases, order)
     assert route is not None
     digest = clar.severity in (Severity.LOW, Severity.NORMAL) and (
         _recent_for_person(person) >= settings.CLARIFY["DIGEST_THRESHOLD"]
     )
     status = DeliveryStatus.QUEUED_DIGEST if digest else DeliveryStatus.SENT
     delivery = _delivery_record(
-        clar, person, lease.job.pk, attempt, DeliveryKind.QUESTION, route.channel.name, status
+        clar, person, lease, attempt, DeliveryKind.QUESTION, route.channel.name, status
     )
     if digest:
         _event(
@@ -279,18 +354,15 @@ def _ask(
             channel=route.channel.name,
             reason=DIGESTED,
             nonceState=delivery.nonce_state,
+            job=lease.job.pk,
         )
         return
     card = build_card(clar, delivery.nonce, excerpt_for_chat(clar))
     if route.channel.name != "inbox":
         card, blocked = gated_card(card, clar)
         if blocked:
-            _event(
-                clar,
-                "restricted_content_blocked",
-                attempt=attempt,
-                channel=route.channel.name,
-                reason=blocked,
+            restricted_content_blocked(
+                clar, reason=blocked, channel=route.channel.name, message="card", attempt=attempt
             )
     try:
         ref = _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
@@ -316,10 +388,11 @@ def _ask(
         channel=route.channel.name,
         nonceState=delivery.nonce_state,
         messageRef=ref[:200],
+        job=lease.job.pk,
     )
     if clar.severity == Severity.HIGH and not _steward_notified(clar):
         # Once per clarification, at its first card (ranking[0] may have been skipped).
-        _event(clar, "steward_notified", reason="high_severity")
+        _notify_stewards(lease, clar, attempt, person, order)
     # No heartbeat from here on: lease expiry + backoff is the escalation window.
 
 
@@ -329,41 +402,76 @@ def _steward_notified(clar: Clarification) -> bool:
     ).exists()
 
 
-def _escalate(lease: Lease, clar: Clarification, attempt: int) -> None:
-    """The final attempt: the redacted steward escalation with the skip reasons."""
-    reasons = skip_reasons(clar)
-    escalation = build_escalation(clar, reasons)
-    stewards = list(
+def _stewards(clar: Clarification) -> list[Person]:
+    return list(
         Person.objects.select_related("user").filter(
             tenant=clar.tenant, role=Rights.STEWARD, erased_at__isnull=True
         )
     )
+
+
+@dataclass(frozen=True)
+class StewardSends:
+    sent: list[str]
+    failed: list[str]
+
+
+def _send_to_stewards(
+    lease: Lease,
+    clar: Clarification,
+    attempt: int,
+    message: Escalation,
+    stewards: list[Person],
+    order: list[str] | None,
+    *,
+    what: str,
+) -> StewardSends:
+    """Send a redacted steward message (escalation or notice) to each steward on their
+    first reachable channel, through the delivery gate on chat channels. Each gets a
+    delivery row (so it also shows in their inbox, whatever channel carried it)."""
     aliases = aliases_for(p.pk for p in stewards)
-    sent_to: list[str] = []
+    sent: list[str] = []
+    failed: list[str] = []
     for steward in stewards:
-        route = route_for(steward, aliases.get(str(steward.pk), {}))
+        route = route_for(steward, aliases.get(str(steward.pk), {}), order)
         if route is None:
             continue
         delivery = _delivery_record(
             clar,
             steward,
-            lease.job.pk,
+            lease,
             attempt,
             DeliveryKind.ESCALATION,
             route.channel.name,
             DeliveryStatus.SENT,
         )
-        message = (
-            escalation if route.channel.name == "inbox" else gated_escalation(escalation, clar)
-        )
+        outgoing = message
+        if route.channel.name != "inbox":
+            outgoing, blocked = gated_escalation(message, clar)
+            if blocked:
+                restricted_content_blocked(
+                    clar, reason=blocked, channel=route.channel.name, message=what, attempt=attempt
+                )
         try:
             ref = _send_with_retries(
-                lambda r=route, m=message: r.channel.send_escalation(
+                lambda r=route, m=outgoing: r.channel.send_escalation(
                     address=r.address, escalation=m
                 )
             )
         except DeliveryError as exc:
-            _delivery_failed(clar, delivery, exc, attempt=attempt, person=steward, route=route)
+            failed.append(str(steward.pk))
+            if what == "escalation":
+                _delivery_failed(clar, delivery, exc, attempt=attempt, person=steward, route=route)
+            else:  # a notice failure is no candidate's skip reason
+                Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
+                _event(
+                    clar,
+                    "steward_notice_failed",
+                    attempt=attempt,
+                    steward=str(steward.pk),
+                    channel=route.channel.name,
+                    error=str(exc)[:300],
+                )
             continue
         Delivery.objects.filter(pk=delivery.pk).update(
             status=DeliveryStatus.SENT,
@@ -371,25 +479,93 @@ def _escalate(lease: Lease, clar: Clarification, attempt: int) -> None:
             sent_at=timezone.now(),
             redacted=True,
         )
-        sent_to.append(str(steward.pk))
+        sent.append(str(steward.pk))
+    return StewardSends(sent, failed)
+
+
+def _notify_stewards(
+    lease: Lease, clar: Clarification, attempt: int, asked: Person, order: list[str] | None
+) -> None:
+    """High severity goes direct "with steward notified": a redacted FYI (title, link to
+    the review page, who was asked — never span text) to every steward but the person
+    just asked. A failed notice is audited and never blocks the question."""
+    stewards = [s for s in _stewards(clar) if s.pk != asked.pk]
+    sends = _send_to_stewards(
+        lease, clar, attempt, build_steward_notice(clar, asked), stewards, order, what="notice"
+    )
+    _event(
+        clar,
+        "steward_notified",
+        reason="high_severity",
+        attempt=attempt,
+        candidate=str(asked.pk),
+        stewards=sends.sent,
+    )
+
+
+def _escalate(lease: Lease, clar: Clarification, attempt: int, order: list[str] | None) -> None:
+    """The final attempt: the redacted steward escalation with the skip reasons.
+
+    Nobody reachable: dead at once (`NO_DELIVERY_ALIAS`). Reachable stewards whose sends
+    all failed (`DELIVERY_FAILED`, e.g. a connector down): retried after one escalation
+    window, up to ESCALATION_RETRIES times (the job gets one more attempt each time), so a
+    down connector does not dead-letter the clarification at once."""
+    reasons = skip_reasons(clar)
+    sends = _send_to_stewards(
+        lease,
+        clar,
+        attempt,
+        build_escalation(clar, reasons),
+        _stewards(clar),
+        order,
+        what="escalation",
+    )
+    reason = None
+    if not sends.sent:
+        reason = DELIVERY_FAILED if sends.failed else NO_DELIVERY_ALIAS
     _event(
         clar,
         "escalated",
         attempt=attempt,
         candidate=None,
-        stewards=sent_to,
+        stewards=sends.sent,
         skipReasons=reasons,
-        reason=None if sent_to else NO_DELIVERY_ALIAS,
+        reason=reason,
+        job=lease.job.pk,
     )
-    if not sent_to:
+    if reason == DELIVERY_FAILED and _escalation_failures(clar) <= ESCALATION_RETRIES:
+        _extend_attempts(lease)
+        job_fail(
+            tenant=None,
+            job_id=lease.job.pk,
+            token=lease.token,
+            retryable=True,
+            reason=ESCALATION_RETRY,
+            detail=f"{DELIVERY_FAILED}: the escalation reached no steward",
+        )
+    elif reason is not None:
         job_fail(
             tenant=None,
             job_id=lease.job.pk,
             token=lease.token,
             retryable=False,
-            reason=NO_DELIVERY_ALIAS,
+            reason=reason,
             detail="no steward could be reached",
         )
+
+
+def _escalation_failures(clar: Clarification) -> int:
+    return AuditEvent.objects.filter(
+        clarification=clar, type="escalated", detail__reason=DELIVERY_FAILED
+    ).count()
+
+
+def _extend_attempts(lease: Lease) -> None:
+    """One more attempt for a retried escalation, fenced by the lease token."""
+    if not Job.objects.filter(
+        pk=lease.job.pk, lease_token=lease.token, status=JobStatus.LEASED
+    ).update(max_attempts=F("max_attempts") + 1):
+        raise LeaseLost()
 
 
 def close_nonces(clar: Clarification) -> None:

@@ -1,5 +1,6 @@
 """Delivery channels. A person is reached on the first configured channel (in the
-`CLARIFY_CHANNELS` order) for which they have a verified address."""
+tenant's channel order, by default `CLARIFY_CHANNELS`) for which they have a verified
+address."""
 
 from django.conf import settings
 from django.utils.module_loading import import_string
@@ -13,10 +14,11 @@ CHANNEL_CLASSES = {
 }
 
 
-def configured_channels() -> list[Channel]:
-    """Channels in the configured order that are implemented and configured here."""
+def configured_channels(order: list[str] | None = None) -> list[Channel]:
+    """Channels in `order` (a tenant's channel order; None or empty: `CLARIFY_CHANNELS`)
+    that are implemented and configured here."""
     out: list[Channel] = []
-    for name in settings.CLARIFY_CHANNELS:
+    for name in order or settings.CLARIFY_CHANNELS:
         path = CHANNEL_CLASSES.get(name)
         if path is None:
             continue

@@ -1,4 +1,4 @@
-"""Rate limits on /hooks/* (Slack now, Teams later), counted in the Django cache.
+"""Rate limits on /hooks/* (Slack and Teams), counted in the Django cache.
 
 Two fixed one-minute windows, each allowing `HOOK_RATE_LIMIT_PER_MINUTE` requests:
 
@@ -8,6 +8,8 @@ Two fixed one-minute windows, each allowing `HOOK_RATE_LIMIT_PER_MINUTE` request
 - **per tenant**, once the request is verified and the tenant is known: for Slack
   interactivity that is the tenant of the delivery record the card's nonce belongs to;
   for Slack events (which carry no nonce) the Slack `team_id` stands in for the tenant.
+  Teams card actions likewise count against their nonce's tenant; Teams activities
+  without a nonce against the Azure AD tenant (`teams-tenant:<id>`).
   The hook calls `rate_limit_hit("tenant", …)` and answers `too_many_requests(…)`.
 
 Counting per tenant only after verification means forged requests cannot spend a

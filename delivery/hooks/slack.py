@@ -323,6 +323,15 @@ def _identity(body: dict[str, Any]) -> str:
     return f"slack:{_team(body)}:{_slack_user(body)}"
 
 
+def _identity_tenant(delivery: Delivery | None, body: dict[str, Any]) -> Tenant | None:
+    """The tenant to audit a tap against when its nonce names no delivery: the tenant of
+    the person the Slack identity maps to (only when that is unambiguous)."""
+    if delivery is not None:
+        return delivery.tenant
+    person = slack_person(_slack_user(body))
+    return person.tenant if person is not None else None
+
+
 # --- re-rendering the card after an outcome --------------------------------------------
 
 
@@ -436,6 +445,7 @@ def on_answer(
         action_id=_action_key(body, action),
         message_ref=ref,
         actor_identity=_identity(body),
+        tenant=_identity_tenant(delivery, body),
     )
     log.info("slack tap: %s %s", outcome.status, outcome.reason)
     if delivery is not None and ref and outcome.status in (ANSWERED, MOVED):
@@ -451,7 +461,14 @@ def on_something_else(
     value = _json_object(((body.get("actions") or [{}])[0]).get("value"))
     delivery: Delivery | None = context.get("clarify_delivery")
     if delivery is None:
-        log.info("something-else tap with an unknown nonce; dropped")
+        card_action_process(
+            channel=CHANNEL,
+            actor=None,
+            clarification_id=value.get("clarificationId"),
+            nonce=None,
+            actor_identity=_identity(body),
+            tenant=_identity_tenant(None, body),
+        )
         return
     actor, refused = _bound_actor(delivery, body)
     if refused or actor is None:
@@ -545,6 +562,7 @@ def on_custom_answer(
         action_id=f"view_submission:{view.get('id', '')}:{key}",
         message_ref=ref or None,
         actor_identity=_identity(body),
+        tenant=_identity_tenant(delivery, body),
     )
     log.info("slack custom answer: %s %s", outcome.status, outcome.reason)
     if outcome.status in (INVALID, DROPPED):

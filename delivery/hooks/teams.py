@@ -3,56 +3,145 @@ anything else; anything unverifiable is 401 and changes nothing."""
 
 import json
 import logging
+import uuid
 from datetime import date
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
+from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
+from clarify.models import Clarification, State
+from clarify.services import audit_event_append
 from telha.common.parsers import json_problem
-from telha.tenancy.models import AliasKind, PersonAlias
+from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
+from telha.tenancy.selectors import person_by_alias
 
 from ..actions import ANSWERED, INVALID, card_action_process
-from ..cards import MOVED_ON, build_card
-from ..models import Delivery, TeamsConversation
+from ..cards import MOVED_ON, Card, build_card
+from ..models import Delivery, DeliveryKind, TeamsConversation
 from ..restriction import excerpt_for_chat, gated_card
 from ..teams_auth import TeamsAuthError, check_service_url, verify_token
-from ..teams_cards import question_card
+from ..teams_cards import MAX_DIGEST_CARDS, digest_card, input_id, question_card
 from . import teams_ask
+from .ratelimit import rate_limit_hit, too_many_requests
 
 log = logging.getLogger("telha.audit")
 MAX_BODY_BYTES = 256 * 1024
+CHANNEL = "teams"
+UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
+UNMAPPED_TEXT = "Your Teams account is not linked to a person here."
+OPEN_STATES = frozenset(s for s in State.values if s not in (State.ANSWERED, State.CONFLICTED))
 
 
 def _unauthorized(reason: str) -> JsonResponse:
     return JsonResponse({"code": "UNAUTHENTICATED", "detail": reason}, status=401)
 
 
-def person_for(activity: dict[str, Any]) -> Any:
-    """The person behind an activity, through a verified alias only (teamsUserId, then
-    aadOid); None when unmapped or ambiguous across tenants."""
+def _sender_aliases(activity: dict[str, Any]) -> list[tuple[str, str]]:
+    """The sender's identities an alias can verify, in binding order."""
     sender = activity.get("from") or {}
-    for kind, value in (
-        (AliasKind.TEAMS_USER_ID, sender.get("id")),
-        (AliasKind.AAD_OID, sender.get("aadObjectId")),
-    ):
-        if not value:
-            continue
-        value = str(value) if kind == AliasKind.TEAMS_USER_ID else str(value).lower()
-        matches = list(
-            PersonAlias.objects.select_related("person__tenant").filter(
-                kind=kind, value=value, person__erased_at__isnull=True
-            )[:2]
+    return [
+        (kind, value)
+        for kind, value in (
+            (AliasKind.TEAMS_USER_ID, sender.get("id")),
+            (AliasKind.AAD_OID, sender.get("aadObjectId")),
         )
-        if len(matches) == 1:
-            return matches[0].person
-        if len(matches) > 1:
-            log.warning("teams identity %s maps to several people; ignored", kind)
-            return None
+        if isinstance(value, str) and value.strip()
+    ]
+
+
+def person_for(activity: dict[str, Any], tenant: Tenant) -> Person | None:
+    """The tenant's person behind an activity, through a verified alias only
+    (`teamsUserId`, then `aadOid`); None when unmapped in that tenant."""
+    for kind, value in _sender_aliases(activity):
+        person = person_by_alias(tenant=tenant, kind=kind, value=value)
+        if person is not None:
+            return person
     return None
+
+
+def people_for(activity: dict[str, Any]) -> list[Person]:
+    """Every person the sender is, at most one per tenant (alias resolution is
+    tenant-scoped: the same Teams user may be a person in several workspaces)."""
+    match = Q()
+    for kind, value in _sender_aliases(activity):
+        match |= Q(kind=kind, value=normalise_alias(kind, value))
+    if not match:
+        return []
+    tenants = (
+        PersonAlias.objects.filter(match, person__erased_at__isnull=True)
+        .values_list("tenant", flat=True)
+        .distinct()
+    )
+    people = (person_for(activity, t) for t in Tenant.objects.filter(pk__in=tenants))
+    return [p for p in people if p is not None]
+
+
+def teams_tenant_of(activity: dict[str, Any]) -> str:
+    """The Azure AD tenant id Teams sends (`channelData.tenant.id`)."""
+    channel_data = activity.get("channelData") or {}
+    tenant = channel_data.get("tenant") if isinstance(channel_data, dict) else None
+    return str((tenant or {}).get("id") or "")[:100] if isinstance(tenant, dict) else ""
+
+
+def asker_for(activity: dict[str, Any], people: list[Person]) -> Person | None:
+    """The one person a tenant-less activity (a question) speaks for: the only one, or
+    the only one whose workspace has conversation references in the sender's Azure AD
+    tenant. None when that still leaves several: which workspace to answer from cannot
+    be told, so nothing is answered."""
+    if len(people) <= 1:
+        return people[0] if people else None
+    aad = teams_tenant_of(activity)
+    linked = set(
+        TeamsConversation.objects.filter(
+            teams_tenant_id=aad, tenant__in=[p.tenant_id for p in people]
+        ).values_list("tenant_id", flat=True)
+    )
+    narrowed = [p for p in people if p.tenant_id in linked] if aad else []
+    return narrowed[0] if len(narrowed) == 1 else None
+
+
+def action_data(activity: dict[str, Any]) -> dict[str, Any] | None:
+    """The data of a card action: an `adaptiveCard/action` invoke's, or the `value` of
+    the `Action.Submit` fallback message; None for anything else."""
+    if activity.get("type") == "invoke" and activity.get("name") == "adaptiveCard/action":
+        value = activity.get("value")
+        action = value.get("action") if isinstance(value, dict) else None
+        data = action.get("data") if isinstance(action, dict) else None
+        return data if isinstance(data, dict) else {}
+    if activity.get("type") == "message" and isinstance(activity.get("value"), dict):
+        return dict(activity["value"])
+    return None
+
+
+def delivery_of(data: dict[str, Any] | None) -> Delivery | None:
+    """The delivery record a card action's nonce belongs to (hence its tenant), or None."""
+    nonce = data.get("nonce") if data else None
+    if not isinstance(nonce, str) or not nonce:
+        return None
+    return (
+        Delivery.objects.select_related("tenant", "clarification").filter(nonce=nonce[:64]).first()
+    )
+
+
+def _tenant_of_ask_now(data: dict[str, Any] | None) -> Tenant | None:
+    """The tenant of the clarification an "Ask <person> now?" action names (ask in chat)."""
+    if not settings.ASK_ENABLED or not data or data.get("kind") != teams_ask.ASK_NOW_KIND:
+        return None
+    try:
+        pk = uuid.UUID(str(data.get("clarificationId")))
+    except ValueError:
+        return None
+    clar = Clarification.objects.select_related("tenant").filter(pk=pk).first()
+    return clar.tenant if clar is not None else None
+
+
+def identity_of(activity: dict[str, Any]) -> str:
+    return f"teams:{teams_tenant_of(activity)}:{(activity.get('from') or {}).get('id', '')}"[:100]
 
 
 PERSONAL = "personal"
@@ -97,11 +186,17 @@ def custom_answer(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     """The "Something else…" inputs (merged into the action data by Teams) as
     `answerCustom` (RFC 3339 dates at 00:00Z), or an error to show on the card. Checked
     here, before the answer path, so an invalid interval writes nothing."""
+    suffix = str(data.get("clarificationId") or "")
+
+    def field(name: str) -> Any:  # a digest item's inputs carry its clarification id
+        suffixed = input_id(name, suffix)
+        return data.get(suffixed) if suffixed in data else data.get(name)
+
     try:
-        start, end = _day(data.get("validFrom")), _day(data.get("validTo"))
+        start, end = _day(field("validFrom")), _day(field("validTo"))
     except ValueError:
         return None, DATE_FORMAT_ERROR
-    source_text = data.get("sourceText")
+    source_text = field("sourceText")
     source_text = source_text.strip() if isinstance(source_text, str) else ""
     if start is None:
         return None, START_REQUIRED_ERROR
@@ -116,25 +211,65 @@ def custom_answer(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     }, ""
 
 
+def _gated_card(delivery: Delivery) -> tuple[Card, bool]:
+    """The delivery's card as it may cross to Teams (the same restriction gate as the card
+    that was sent), and whether its clarification is still open."""
+    clar = Clarification.objects.select_related("tenant", "source_version__source", "target").get(
+        pk=delivery.clarification_id
+    )
+    card, _ = gated_card(build_card(clar, delivery.nonce, excerpt_for_chat(clar)), clar)
+    return card, clar.state in OPEN_STATES
+
+
+def _digest_siblings(delivery: Delivery) -> list[Delivery]:
+    """The questions sent in the same Teams message as this one (a digest), in the order
+    they were listed, each clarification once; just this one for a single card."""
+    if not delivery.message_ref.startswith("teams:"):
+        return [delivery]
+    siblings = Delivery.objects.filter(
+        message_ref=delivery.message_ref,
+        person_id=delivery.person_id,
+        kind=DeliveryKind.QUESTION,
+    ).order_by("created_at", "pk")
+    by_clarification: dict[Any, Delivery] = {}
+    for sibling in siblings:
+        by_clarification.setdefault(sibling.clarification_id, sibling)
+    by_clarification[delivery.clarification_id] = delivery
+    ordered = list(by_clarification.values())
+    if delivery not in ordered[:MAX_DIGEST_CARDS]:  # the tapped item is always shown
+        ordered = [*ordered[: MAX_DIGEST_CARDS - 1], delivery]
+    return ordered
+
+
 def _refreshed_card(
     person: Any, nonce: str, outcome_text: str = "", error: str = ""
 ) -> dict[str, Any] | None:
-    """The card of this nonce re-rendered for its recipient (None for anyone else), through
-    the same restriction gate as the card that was sent."""
+    """The message of this nonce re-rendered for its recipient (None for anyone else),
+    through the same restriction gate as what was sent. Teams replaces the whole message
+    with it, so a digest comes back whole: the tapped item with its outcome or error, the
+    others as they now stand (buttons while open, "moved on" once closed)."""
     delivery = (
-        Delivery.objects.select_related(
-            "clarification__source_version__source", "clarification__target"
-        )
-        .filter(nonce=nonce[:64])
-        .first()
+        Delivery.objects.select_related("clarification").filter(nonce=nonce[:64]).first()
         if nonce
         else None
     )
     if delivery is None or person is None or delivery.person_id != person.pk:
         return None
-    clar = delivery.clarification
-    card, _ = gated_card(build_card(clar, delivery.nonce, excerpt_for_chat(clar)), clar)
-    return question_card(card, outcome=outcome_text, error=error)
+    siblings = _digest_siblings(delivery)
+    if len(siblings) <= 1:
+        card, _ = _gated_card(delivery)
+        return question_card(card, outcome=outcome_text, error=error)
+    cards: list[Card] = []
+    outcomes: dict[str, str] = {}
+    for sibling in siblings:
+        card, open_ = _gated_card(sibling)
+        cards.append(card)
+        if sibling.pk == delivery.pk:
+            outcomes[card.clarification_id] = outcome_text
+        elif not open_:
+            outcomes[card.clarification_id] = MOVED_ON
+    errors = {str(delivery.clarification_id): error} if error else {}
+    return digest_card(cards, outcomes=outcomes, errors=errors)
 
 
 def handle_action(person: Any, data: dict[str, Any], activity: dict[str, Any]) -> dict[str, Any]:
@@ -187,6 +322,8 @@ def _card_response(card: dict[str, Any] | None) -> dict[str, Any]:
 @csrf_exempt
 @require_POST
 def messages(request: HttpRequest) -> HttpResponse:
+    """Order: the token (401), the body (413/400), the service URL (401), the per-tenant
+    rate limit (429), identity binding, then the activity."""
     try:
         claims = verify_token(request.headers.get("Authorization", ""))
     except TeamsAuthError as exc:
@@ -209,36 +346,74 @@ def messages(request: HttpRequest) -> HttpResponse:
         check_service_url(claims, activity)
     except TeamsAuthError as exc:
         return _unauthorized(str(exc))
-    person = person_for(activity)
     kind = activity.get("type")
-    if person is None:
-        log.info(
-            "unmapped teams identity %s (%s) submitted nothing",
-            (activity.get("from") or {}).get("id"),
-            kind,
-        )
-        if kind == "invoke":
-            return JsonResponse(
-                {
-                    "statusCode": 200,
-                    "type": "application/vnd.microsoft.activity.message",
-                    "value": "Your Teams account is not linked to a person here.",
-                }
-            )
-        return HttpResponse(status=200)
+    data = action_data(activity)
+    delivery = delivery_of(data)
+    tenant = delivery.tenant if delivery is not None else _tenant_of_ask_now(data)
+    # Per tenant, counted only once verified (forged requests spend their IP's budget):
+    # the workspace of the card's delivery when the action names one, else the Azure AD
+    # tenant the activity comes from.
+    aad = teams_tenant_of(activity)
+    budget = str(tenant.pk) if tenant is not None else f"teams-tenant:{aad}" if aad else ""
+    retry_after = rate_limit_hit("tenant", budget) if budget else None
+    if retry_after is not None:
+        return too_many_requests(retry_after, "tenant")
+    if tenant is not None:
+        person = person_for(activity, tenant)
+        people = [person] if person is not None else []
+    else:
+        people = people_for(activity)
+        person = asker_for(activity, people)
+    if not people:
+        return _unmapped(activity, delivery)
     with transaction.atomic():
         if kind in ("conversationUpdate", "message", "invoke"):
-            remember_conversation(person, activity)
+            for someone in people:  # each workspace's verified alias binds its own person
+                remember_conversation(someone, activity)
     if settings.ASK_ENABLED:  # ask in chat; off: nothing below changes (hooks/teams_ask.py)
         asked = teams_ask.handle(person, activity)
         if asked is not None:
             return asked
-    if kind == "invoke" and activity.get("name") == "adaptiveCard/action":
-        data = ((activity.get("value") or {}).get("action") or {}).get("data") or {}
+    if data is None:
+        return HttpResponse(status=200)
+    if person is None:
+        # A card action carries its nonce; one without a known delivery from a sender of
+        # several workspaces is dropped, as an unknown nonce is.
+        log.info(
+            "teams card action without a known delivery from %s dropped", identity_of(activity)
+        )
+        return JsonResponse(_card_response(None)) if kind == "invoke" else HttpResponse(status=200)
+    if kind == "invoke":
         return JsonResponse(handle_action(person, data, activity))
-    if kind == "message" and isinstance(activity.get("value"), dict):
-        # The Action.Submit fallback: the outcome goes back as a reply in the conversation.
-        _reply(person, handle_action(person, activity["value"], activity))
+    # The Action.Submit fallback: the outcome goes back as a reply in the conversation.
+    _reply(person, handle_action(person, data, activity))
+    return HttpResponse(status=200)
+
+
+def _unmapped(activity: dict[str, Any], delivery: Delivery | None) -> HttpResponse:
+    """An identity no verified alias binds (in the card's workspace, when the action names
+    a delivery): nothing is stored or submitted. A card action whose nonce names a
+    delivery is audited in that delivery's tenant (`card_action_dropped`,
+    `UNMAPPED_IDENTITY`), as on Slack; anything else is logged."""
+    kind = activity.get("type")
+    identity = identity_of(activity)
+    if delivery is not None:
+        audit_event_append(
+            tenant=delivery.tenant,
+            clarification=delivery.clarification,
+            type="card_action_dropped",
+            detail={"reason": UNMAPPED_IDENTITY, "channel": CHANNEL, "identity": identity},
+        )
+    else:
+        log.info("unmapped teams identity %s (%s) submitted nothing", identity, kind)
+    if kind == "invoke":
+        return JsonResponse(
+            {
+                "statusCode": 200,
+                "type": "application/vnd.microsoft.activity.message",
+                "value": UNMAPPED_TEXT,
+            }
+        )
     return HttpResponse(status=200)
 
 

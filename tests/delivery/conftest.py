@@ -277,8 +277,8 @@ def channel(monkeypatch):
     Retries do not sleep."""
     log = ChannelLog()
     fake = RecordingChannel(log)
-    monkeypatch.setattr(delivery.channels, "configured_channels", lambda: [fake])
-    monkeypatch.setattr(delivery.worker, "configured_channels", lambda: [fake])
+    monkeypatch.setattr(delivery.channels, "configured_channels", lambda order=None: [fake])
+    monkeypatch.setattr(delivery.worker, "configured_channels", lambda order=None: [fake])
     monkeypatch.setattr(delivery.worker, "RETRY_PAUSE_SECONDS", 0)
     return log
 

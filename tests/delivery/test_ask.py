@@ -67,7 +67,18 @@ def finish_all_routing() -> None:
 # --- the handler has no route to the answer path ----------------------------------------------
 
 FORBIDDEN_NAMES = {"clarification_answer", "card_action_process", "bind"}
-ASK_MODULES = ["delivery/ask.py", "delivery/provenance.py"]
+ASK_MODULES = ["delivery/ask.py", "delivery/provenance.py", "delivery/hooks/teams_ask.py"]
+# Ask handlers that live next to card handling: proven by the functions they can reach.
+ASK_LISTENERS = {
+    "delivery/hooks/slack.py": ["on_ask_message", "on_ask_mention", "on_ask_now"],
+    "delivery/inbox.py": ["ask", "ask_now_view"],
+}
+# What the reachable code may import from the clarify and delivery packages (module →
+# names): reads, the audit log, the routing queue, and the ask module itself.
+ALLOWED_IMPORTS = {
+    "clarify.services": {"audit_event_append", "CLARIFY_JOB_KIND"},
+    "delivery.actions": set(),
+}
 
 
 def forbidden_references(source: str) -> set[str]:
@@ -121,6 +132,139 @@ def test_the_ask_modules_reference_nothing_of_the_answer_path(path: str) -> None
     aliases = [a for n in ast.walk(tree) if isinstance(n, ast.ImportFrom) for a in n.names]
     assert all(a.asname is None for a in aliases if a.name == "ResponseRecord")
     assert ".objects.create" not in re.sub(r"ChatTurn\.objects\.create", "", source)
+
+
+def _module_name(path: str, node: ast.ImportFrom) -> str:
+    """The absolute module of a (possibly relative) `from … import …` in `path`."""
+    if not node.level:
+        return node.module or ""
+    package = path.removesuffix(".py").split("/")[: -node.level]
+    return ".".join([*package, *([node.module] if node.module else [])])
+
+
+def reachable_functions(path: str, source: str, roots: list[str]) -> dict[str, ast.AST]:
+    """The module-level functions `roots` can reach by name within the module (calls,
+    references, decorators), roots included."""
+    tree = ast.parse(source)
+    defs = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)}
+    seen: dict[str, ast.AST] = {}
+    todo = list(roots)
+    while todo:
+        name = todo.pop()
+        if name in seen or name not in defs:
+            continue
+        seen[name] = defs[name]
+        local = _local_names(defs[name])
+        for node in ast.walk(defs[name]):
+            if isinstance(node, ast.Name) and node.id in defs and node.id not in local:
+                todo.append(node.id)
+    return seen
+
+
+def _local_names(fn: ast.AST) -> set[str]:
+    """Names a function binds itself (arguments, assignments, local imports): a local
+    `answer` is not the module's `answer` view."""
+    names: set[str] = set()
+    for node in ast.walk(fn):
+        if isinstance(node, ast.arg):
+            names.add(node.arg)
+        elif isinstance(node, ast.Name) and isinstance(node.ctx, ast.Store):
+            names.add(node.id)
+        elif isinstance(node, ast.Import | ast.ImportFrom):
+            names |= {a.asname or a.name.split(".")[0] for a in node.names}
+    return names
+
+
+def imported_names(path: str, source: str, functions: dict[str, ast.AST]) -> set[tuple[str, str]]:
+    """(module, name) of every imported name the functions use: module-level imports they
+    reference, and the imports inside them."""
+    tree = ast.parse(source)
+    top: dict[str, tuple[str, str]] = {}
+    for node in tree.body:
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                top[alias.asname or alias.name] = (_module_name(path, node), alias.name)
+    used: set[tuple[str, str]] = set()
+    for fn in functions.values():
+        for node in ast.walk(fn):
+            if isinstance(node, ast.Name) and node.id in top:
+                used.add(top[node.id])
+            elif isinstance(node, ast.ImportFrom):
+                used |= {(_module_name(path, node), a.name) for a in node.names}
+    return used
+
+
+def listener_problems(path: str, source: str, roots: list[str]) -> set[str]:
+    """Everything of the answer path the roots can reach: forbidden names in any reachable
+    function, or an import from `delivery.actions`/`clarify.services` beyond the allowed."""
+    functions = reachable_functions(path, source, roots)
+    problems = {
+        f"{name}: {ref}"
+        for name, fn in functions.items()
+        for ref in forbidden_references(ast.unparse(fn))
+    }
+    for module, name in imported_names(path, source, functions):
+        allowed = ALLOWED_IMPORTS.get(module.removeprefix("telha."))
+        if allowed is not None and name not in allowed:
+            problems.add(f"imports {module}.{name}")
+    return problems
+
+
+def test_the_listener_check_follows_helpers_and_imports() -> None:
+    """Not vacuous: a listener reaching the answer path through a helper, or importing it
+    under another name, is caught; an unrelated function is not followed."""
+    source = (
+        "from ..actions import card_action_process as process\n"
+        "from clarify.services import bind_fact\n"
+        "def on_ask(ack): ack(); _helper()\n"
+        "def _helper(): return process()\n"
+        "def on_card(): return card_action_process()\n"
+        "def on_other(): return bind_fact()\n"
+        "def on_shadow(on_card): return on_card\n"
+    )
+    path = "delivery/hooks/x.py"
+    assert set(reachable_functions(path, source, ["on_ask"])) == {"on_ask", "_helper"}
+    assert listener_problems(path, source, ["on_ask"]) == {
+        "imports delivery.actions.card_action_process"
+    }
+    assert listener_problems(path, source, ["on_card"]) == {"on_card: card_action_process"}
+    assert listener_problems(path, source, ["on_other"]) == {"imports clarify.services.bind_fact"}
+    assert set(reachable_functions(path, source, ["on_shadow"])) == {"on_shadow"}
+
+
+@pytest.mark.parametrize(
+    ("path", "roots"), [(p, r) for p, roots in ASK_LISTENERS.items() for r in roots]
+)
+def test_the_channel_ask_listeners_reach_nothing_of_the_answer_path(path: str, roots: str) -> None:
+    """The Slack ask listeners live in hooks/slack.py next to the card handlers, and the
+    inbox ask views in delivery/inbox.py next to the answer view: every function they can
+    reach, and every name those import, is clear of the answer path."""
+    source = (ROOT / path).read_text()
+    reached = reachable_functions(path, source, [roots])
+    assert roots in reached
+    assert listener_problems(path, source, [roots]) == set()
+    # They do reach the ask module (the check is not looking at the wrong code).
+    modules = {m for m, _ in imported_names(path, source, reached)}
+    assert "delivery.ask" in modules
+
+
+def test_the_teams_hook_hands_ask_activities_over_before_any_card_handling() -> None:
+    """In the Teams hook, ask in chat (`teams_ask.handle`) answers first; `handle_action`
+    is only reached when it declined the activity."""
+    tree = ast.parse((ROOT / "delivery/hooks/teams.py").read_text())
+    [messages] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "messages"]
+    calls = [
+        ast.unparse(n.func)
+        for n in ast.walk(messages)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) in ("teams_ask.handle", "handle_action")
+    ]
+    lines = {
+        ast.unparse(n.func): n.lineno
+        for n in ast.walk(messages)
+        if isinstance(n, ast.Call) and ast.unparse(n.func) in ("teams_ask.handle", "handle_action")
+    }
+    assert set(calls) == {"teams_ask.handle", "handle_action"}
+    assert lines["teams_ask.handle"] < lines["handle_action"]
 
 
 def test_the_ask_module_imports_only_read_scoping_and_the_queue_from_clarify() -> None:
@@ -256,7 +400,7 @@ def test_a_card_cites_at_most_three_facts_with_counts_per_verdict(world, people)
     assert total == 3
 
 
-def test_the_trace_link_opens_for_a_reader_and_404s_for_anyone_else(world, people) -> None:
+def test_the_trace_link_opens_for_a_reader_and_404s_for_anyone_else(ask_on, world, people) -> None:
     [top] = answer_question(people["alice"], "office lease").evidence
     path = top.trace_url.split("://", 1)[1].split("/", 1)[1]
     assert path == f"inbox/facts/{world.lease.target_id}/"
@@ -273,6 +417,17 @@ def test_the_trace_link_opens_for_a_reader_and_404s_for_anyone_else(world, peopl
     assert anonymous.status_code == 302 and "/accounts/login/" in anonymous["Location"]
 
 
+def test_with_ask_off_the_trace_page_is_404_too(world, people, settings) -> None:
+    """Only ask in chat links to the fact page, so it is off with it (off behaves exactly
+    as before ask existed)."""
+    path = f"/inbox/facts/{world.lease.target_id}/"
+    client = signed_in(people["alice"])
+    settings.ASK_ENABLED = False
+    assert client.get(path).status_code == 404
+    settings.ASK_ENABLED = True
+    assert client.get(path).status_code == 200
+
+
 # --- the pending caveat (§3.9) ------------------------------------------------------------------
 
 
@@ -280,33 +435,101 @@ def test_a_pending_fact_is_answered_with_the_caveat(world, people) -> None:
     answer = answer_question(people["alice"], MSA_QUESTION)
     [top] = answer.evidence
     assert top.verdict == "pending"
+    # The CONTRACT §3.3 `pendingClarification` shape, as POST /v1/query returns it.
     assert top.pending == {
-        "clarificationId": str(world.msa.pk),
+        "id": str(world.msa.pk),
         "state": "open",
-        "candidates": [c["label"] for c in CANDIDATES],
+        "severity": "normal",
+        "candidates": [
+            {"index": i, "validFrom": c["validFrom"], "validTo": None, "label": c["label"]}
+            for i, c in enumerate(CANDIDATES)
+        ],
         "appliedCandidateConfidence": 0.45,
+        "quorumState": "not_required",
     }
-    assert "depends on an unresolved clarification (open)" in answer.text
-    for candidate in CANDIDATES:
-        assert candidate["label"] in answer.text
-    assert "confidence 0.45" in answer.text
+    caveat = (
+        f"This depends on an unresolved clarification (open, no quorum required; id "
+        f"{world.msa.pk}): candidates 1 Oct 2026 (next quarter), 12 June (signature), "
+        "1 Jul 2026 (countersignature); the applied guess has confidence 0.45."
+    )
+    assert top.caveat == caveat
+    assert answer.text.endswith(f"(pending). {caveat}")
     assert answer.ask_now == {
         "clarificationId": str(world.msa.pk),
         "person": "Alice Author",
+        "fact": "MSA term",
         "label": "Ask Alice Author now?",
     }
-    assert "Ask Alice Author now?" in render(answer)
+    assert "Ask Alice Author now? (about “MSA term”): use the button" in render(answer)
+    assert render(answer).count(caveat) == 1  # the top fact's caveat is in the answer
 
 
 def test_the_caveat_follows_the_clarification_state(world, people) -> None:
     Clarification.objects.filter(pk=world.msa.pk).update(state="expired")
     answer = answer_question(people["alice"], MSA_QUESTION)
     assert answer.evidence[0].pending["state"] == "expired"
-    assert "(expired)" in answer.text
+    assert "(expired, no quorum required;" in answer.text
     # A conflicted clarification awaits a steward: no one is offered to be asked.
-    Clarification.objects.filter(pk=world.msa.pk).update(state="conflicted")
+    Clarification.objects.filter(pk=world.msa.pk).update(
+        state="conflicted", quorum_state="conflicted"
+    )
     answer = answer_question(people["alice"], MSA_QUESTION)
     assert answer.evidence[0].verdict == "pending" and answer.ask_now is None
+    assert "(conflicted, quorum conflicted;" in answer.text
+
+
+def test_the_caveat_shows_the_quorum_state_of_a_critical_fact(
+    world, people, submit, person_client
+) -> None:
+    clar = submit(
+        external_id="legal/guarantee.docx", name="Parent guarantee", severity_hint="critical"
+    )
+    resp = person_client("alice").post(
+        f"/v1/clarifications/{clar.pk}/answer", {"answerIndex": 1}, format="json"
+    )
+    assert resp.status_code == 202, resp.content
+    [top] = answer_question(people["sam"], "parent guarantee").evidence
+    assert top.pending is not None
+    assert (top.pending["state"], top.pending["quorumState"]) == (
+        "partially_confirmed",
+        "pending",
+    )
+    assert f"(partially_confirmed, quorum pending; id {clar.pk})" in top.caveat
+
+
+def test_every_pending_fact_carries_its_full_caveat(world, people) -> None:
+    """Not only the top fact: each pending fact cited shows its own caveat."""
+    answer = answer_question(people["sam"], "MSA term budget freeze")
+    pending = [e for e in answer.evidence if e.verdict == "pending"]
+    assert {e.name for e in pending} == {"MSA term", "Budget freeze period"}
+    card = render(answer)
+    for e in pending:
+        clar = world.msa if e.name == "MSA term" else world.budget
+        assert e.pending is not None and e.pending["id"] == str(clar.pk)
+        assert e.caveat.startswith("This depends on an unresolved clarification (open, ")
+        assert f"id {clar.pk})" in e.caveat
+        assert card.count(e.caveat) == 1
+    top, second = answer.evidence[0], next(e for e in pending if e is not answer.evidence[0])
+    assert top.caveat in answer.text and second.caveat not in answer.text
+    [line] = [ln for ln in card.splitlines() if ln.startswith(f"• {second.name}:")]
+    assert second.caveat in line
+
+
+def test_the_offer_is_for_the_fact_it_names(world, people) -> None:
+    """When the top pending fact cannot be asked about (conflicted: a steward decides), the
+    offer goes to the next one — and says which fact it is for, whose caveat is shown."""
+    Clarification.objects.filter(pk=world.msa.pk).update(state="conflicted")
+    answer = answer_question(people["sam"], "MSA term budget freeze")
+    assert answer.ask_now == {
+        "clarificationId": str(world.budget.pk),
+        "person": "Olga Owner",
+        "fact": "Budget freeze period",
+        "label": "Ask Olga Owner now?",
+    }
+    card = render(answer)
+    assert "Ask Olga Owner now? (about “Budget freeze period”)" in card
+    [budget] = [e for e in answer.evidence if e.name == "Budget freeze period"]
+    assert budget.caveat in card
 
 
 def test_a_confirmed_fact_has_no_caveat_and_offers_nothing(world, people) -> None:
@@ -614,6 +837,22 @@ def test_the_ask_page_answers_with_the_full_evidence_card(ask_on, world, people)
     asked, answered = turns()
     assert asked.channel_origin == answered.channel_origin == "inbox"
     assert Job.objects.filter(kind=JOB_KIND, subject=str(world.msa.pk)).count() == 1
+
+
+def test_the_ask_page_shows_every_pending_caveat_and_whom_the_offer_is_for(
+    ask_on, world, people
+) -> None:
+    page = (
+        signed_in(people["sam"])
+        .post("/inbox/ask/", {"question": "MSA term budget freeze"})
+        .content.decode()
+    )
+    answer = answer_question(people["sam"], "MSA term budget freeze")
+    pending = [e for e in answer.evidence if e.pending]
+    assert len(pending) == 2
+    for e in pending:
+        assert e.caveat in page.replace("&#x27;", "'")
+    assert f"about “{answer.ask_now['fact']}”" in page
 
 
 def test_the_inbox_shows_a_restricted_answer_in_full(ask_on, world, people) -> None:

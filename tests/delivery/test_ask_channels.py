@@ -152,7 +152,8 @@ def test_a_direct_message_is_answered_in_the_dm(ask_on, world, ask_slack, slack_
     assert "thread_ts" not in post.body
     text = json.dumps(post.blocks, ensure_ascii=False)
     assert "MSA term" in text and "pending" in text
-    assert "depends on an unresolved clarification (open)" in text
+    caveat = f"depends on an unresolved clarification (open, no quorum required; id {world.msa.pk})"
+    assert caveat in text
     assert f"/inbox/facts/{world.msa.target_id}/" in text
     [button] = ask_now_buttons(post.blocks)
     assert button["text"]["text"] == "Ask Alice Author now?"
@@ -331,6 +332,21 @@ def test_a_verbatim_restricted_excerpt_is_blocked_without_provenance(
     _, answered = turns()
     assert answered.restriction_provenance == []  # not from a restricted source
     assert answered.delivered_text == RESTRICTED_TEASER
+
+
+def test_the_ask_gate_finds_a_quoted_excerpt_however_many_restricted_spans_exist(
+    ask_on, quoting, ask_slack, slack_stub
+) -> None:
+    """The gate asks the database which restricted excerpts the body quotes: the memo's
+    span, older than a thousand newer restricted spans, is still found."""
+    from .test_restricted_excerpts import restricted_text
+
+    restricted_text(quoting.msa.tenant, [f"Newer confidential clause {i:05d}" for i in range(1005)])
+    ask_slack(im_message("what was quoted?"))
+    assert the_answer(slack_stub).body["text"] == RESTRICTED_TEASER
+    assert_never_crossed(slack_bodies(slack_stub), RESTRICTED_SPAN)
+    [event] = AuditEvent.objects.filter(type="restricted_content_blocked")
+    assert event.detail["reason"] == "VERBATIM_RESTRICTED_EXCERPT"
 
 
 def test_a_paraphrase_passes_the_gate(ask_on, quoting, ask_slack, slack_stub) -> None:
@@ -592,15 +608,105 @@ def test_a_teams_message_is_answered_in_the_conversation(
     [reply] = connector_posts(teams_stub)
     assert reply.conversation_id == ALICE_CONVERSATION
     assert reply.bearer.startswith("stub-bot-token-")
-    assert "MSA term" in reply.body["text"]
-    assert f"/inbox/facts/{world.msa.target_id}/" in reply.body["text"]
-    [action] = reply.card["actions"]
+    # An Adaptive Card (with the plain-text body as its fallback), not plain text.
+    assert "text" not in reply.body
+    card = reply.card
+    assert (card["type"], card["version"]) == ("AdaptiveCard", "1.5")
+    asked, answered = turns()
+    assert card["fallbackText"] == answered.delivered_text == answered.text
+    assert reply.body["summary"].startswith("“MSA term” is valid from 1 October 2026")
+    [action] = card["actions"]
     assert action["type"] == "Action.Execute" and action["title"] == "Ask Alice Author now?"
     assert action["data"] == {"kind": "ask_now", "clarificationId": str(world.msa.pk)}
     assert action["fallback"]["data"] == action["data"]
-    asked, answered = turns()
     assert asked.channel_origin == answered.channel_origin == "teams"
     assert Job.objects.filter(kind=JOB_KIND, subject=str(world.msa.pk)).count() == 1
+
+
+def card_texts(card: dict[str, Any]) -> list[str]:
+    return [b["text"] for b in _blocks(card) if b.get("type") == "TextBlock"]
+
+
+def _blocks(value: Any) -> list[dict[str, Any]]:
+    """Every element of a card body, depth first."""
+    out: list[dict[str, Any]] = []
+    if isinstance(value, dict):
+        if "type" in value:
+            out.append(value)
+        for key in ("body", "items"):
+            out += [b for item in value.get(key) or [] for b in _blocks(item)]
+    return out
+
+
+def test_the_teams_answer_card_carries_the_evidence_card(
+    ask_on, world, teams_post, teams_stub, teams_alice
+) -> None:
+    """The answer, each cited fact with validity, verdict and count, every pending fact's
+    caveat, the verification counts and an "Open full trace" link per fact."""
+    teams_post(teams_message(teams_stub.service_url, "MSA office lease escrow"))
+    [reply] = connector_posts(teams_stub)
+    card = reply.card
+    _, answered = turns()
+    assert card["fallbackText"] == answered.text
+    texts = card_texts(card)
+    assert texts[0].startswith("“")
+    containers = [b for b in card["body"] if b["type"] == "Container"]
+    facts = {
+        c["items"][0]["text"]: {f["title"]: f["value"] for f in c["items"][1]["facts"]}
+        for c in containers
+    }
+    assert {name: (f["Verdict"], f["Confirmations"]) for name, f in facts.items()} == {
+        "MSA term": ("pending", "0"),
+        "Office lease renewal": ("human-confirmed", "1"),
+        "Escrow release date": ("quorum-confirmed", "2"),
+    }
+    assert all(f["Valid"].startswith("valid from ") for f in facts.values())
+    links = [
+        a["url"]
+        for b in _blocks(card)
+        if b["type"] == "ActionSet"
+        for a in b["actions"]
+        if a["type"] == "Action.OpenUrl" and a["title"] == "Open full trace"
+    ]
+    targets = {world.msa.target_id, world.lease.target_id, world.escrow.target_id}
+    assert sorted(links) == sorted(f"{ask_on.PUBLIC_BASE_URL}/inbox/facts/{t}/" for t in targets)
+    assert "Verification: 1 human-confirmed, 1 pending, 1 quorum-confirmed" in texts
+    caveat = f"unresolved clarification (open, no quorum required; id {world.msa.pk})"
+    assert sum(caveat in t for t in texts) == 1  # in the answer or on the fact, once
+
+
+def test_a_restricted_answer_sends_no_card_to_teams(
+    ask_on, world, teams_post, teams_stub, teams_alice
+) -> None:
+    """The card goes through the same gate as the text: a gated answer is the teaser as
+    plain text, with no card (and so no fact name, link or button) at all."""
+    teams_post(teams_message(teams_stub.service_url, "settlement payment escrow"))
+    [reply] = connector_posts(teams_stub)
+    assert reply.body == {"type": "message", "text": RESTRICTED_TEASER, "textFormat": "plain"}
+    assert_never_crossed(teams_bodies(teams_stub), RESTRICTED_NAME, "Escrow release date")
+
+
+def test_a_card_that_would_quote_a_restricted_excerpt_is_not_sent(
+    ask_on, world, people, teams_post, teams_stub, teams_alice, monkeypatch
+) -> None:
+    """Belt and braces: were the card ever to carry what the body does not (here a fact
+    name rewritten after the body was gated), the card's own gate check keeps it back and
+    the gated body goes as text."""
+    import delivery.hooks.teams_ask as teams_ask
+
+    real = teams_ask.answer_card
+
+    def leaky(answer: Any, *, fallback: str) -> dict[str, Any]:
+        answer.evidence[0].name = RESTRICTED_SPAN
+        answer.restricted_excerpts.append(RESTRICTED_SPAN)
+        return real(answer, fallback=fallback)
+
+    monkeypatch.setattr(teams_ask, "answer_card", leaky)
+    teams_post(teams_message(teams_stub.service_url, "office lease"))
+    [reply] = connector_posts(teams_stub)
+    assert "attachments" not in reply.body
+    assert "Office lease renewal" in reply.body["text"]
+    assert_never_crossed(teams_bodies(teams_stub), RESTRICTED_SPAN)
 
 
 def test_a_teams_mention_is_stripped_from_the_question(

@@ -396,9 +396,37 @@ def test_a_stale_or_unknown_nonce_is_dropped(delivered, tap, slack_stub):
         }
     )
     rows = answer_rows()
+    events_before = AuditEvent.objects.count()
     assert tap(card, 0, value=forged).status_code == 200
     assert answer_rows() == rows
     assert slack_stub.of("chat.update") == []
+    # No delivery, so no clarification to audit against: a tenant event, the tenant being
+    # the one the (unambiguous) Slack identity maps to.
+    [event] = AuditEvent.objects.order_by("id")[events_before:]
+    assert (event.type, event.tenant_id, event.clarification_id) == (
+        "card_action_dropped",
+        card.clar.tenant_id,
+        None,
+    )
+    assert event.detail["reason"] == "UNKNOWN_NONCE"
+    assert event.detail["channel"] == "slack"
+    assert event.detail["claimedClarification"] == str(card.clar.pk)
+    assert "U0ALICE" in event.detail["identity"]
+
+
+def test_an_unknown_nonce_from_an_unmapped_slack_user_is_logged(delivered, tap, slack_stub, caplog):
+    card = delivered()
+    forged = json.dumps(
+        {"kind": "clarify_answer", "clarificationId": str(card.clar.pk), "answerIndex": 0}
+    )
+    rows, events_before = answer_rows(), AuditEvent.objects.count()
+    with caplog.at_level("WARNING", logger="telha.audit"):
+        assert tap(card, 0, value=forged, user="U0STRANGER").status_code == 200
+    assert answer_rows() == rows
+    assert AuditEvent.objects.count() == events_before  # no tenant known: not a tenant event
+    [record] = [r for r in caplog.records if r.name == "telha.audit"]
+    assert "card_action_dropped reason=UNKNOWN_NONCE channel=slack" in record.getMessage()
+    assert "U0STRANGER" in record.getMessage()
 
 
 def test_a_tap_by_another_slack_user_is_dropped_not_recipient(delivered, tap, slack_stub):
@@ -857,25 +885,35 @@ def test_the_steward_escalation_is_redacted_and_has_no_buttons(
 # --- delivery failures ------------------------------------------------------------------
 
 
-def test_a_500_from_slack_is_retried_in_the_lease_then_the_job_fails_retryable(
+def test_a_500_from_slack_is_retried_in_the_lease_then_skipped_at_once(
     slack_settings, slack_stub, ingest_client, people, monkeypatch, run_worker
 ):
     monkeypatch.setattr(delivery.worker, "RETRY_PAUSE_SECONDS", 0)
     slack_stub.fail("chat.postMessage", status=500)
-    clar = submit(ingest_client)
+    clar = submit(ingest_client)  # ranking: alice only
     job = Job.objects.get(kind=JOB_KIND, subject=str(clar.pk))
     attempts = job.attempts
     run_worker()
 
+    # alice: every in-lease try fails; the job is failed with DELIVERY_FAILED, a skip code:
+    # nobody else is left, so the steward escalation goes out at once (sam, who has no
+    # Slack alias, on the inbox) — no escalation window is burnt.
     assert len(slack_stub.of("chat.postMessage")) == delivery.worker.SEND_RETRIES
     job.refresh_from_db()
-    assert job.status == JobStatus.PENDING
-    assert job.attempts == attempts + 1
+    assert (job.status, job.attempts) == (JobStatus.LEASED, attempts + 1)
     assert job.last_error.startswith("DELIVERY_FAILED")
     [failed] = AuditEvent.objects.filter(clarification=clar, type="delivery_failed")
     assert failed.detail["reason"] == "DELIVERY_FAILED"
     assert failed.detail["channel"] == "slack"
-    assert Delivery.objects.get(clarification=clar).status == DeliveryStatus.FAILED
+    assert failed.detail["candidate"] == str(people["alice"].pk)
+    [escalated] = AuditEvent.objects.filter(clarification=clar, type="escalated")
+    assert escalated.detail["stewards"] == [str(people["sam"].pk)]
+    assert [r["reason"] for r in escalated.detail["skipReasons"]] == ["DELIVERY_FAILED"]
+    rows = Delivery.objects.filter(clarification=clar).order_by("attempt")
+    assert [(d.person_id, d.kind, d.channel, d.status) for d in rows] == [
+        (people["alice"].pk, "question", "slack", DeliveryStatus.FAILED),
+        (people["sam"].pk, "escalation", "inbox", DeliveryStatus.SENT),
+    ]
     assert not AuditEvent.objects.filter(clarification=clar, type="delivered").exists()
 
 

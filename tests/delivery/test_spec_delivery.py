@@ -1,5 +1,6 @@
 """The spec §12 named delivery tests: clarify_rbac_gate, clarify_escalation, clarify_caps."""
 
+import json
 from datetime import timedelta
 
 from django.test import Client
@@ -11,6 +12,7 @@ from delivery.digests import digests_flush
 from delivery.models import Delivery, DeliveryKind, DeliveryStatus
 from telha.graph.models import Source
 from telha.jobs.models import Job, JobStatus
+from telha.tenancy.models import AliasKind, PersonAlias
 
 from .conftest import (
     PASSWORD,
@@ -174,6 +176,65 @@ def test_clarify_rbac_gate(submit, channel, with_passwords, globex):
     assert channel.digests == []
 
 
+def test_clarify_rbac_gate_on_the_slack_stub(slack_settings, slack_stub, submit, people, globex):
+    """The same gate, asserted on the Slack Web API stub's delivery log: workspace A's span
+    text reaches only alice's Slack DM, never a workspace-B person, and the redacted
+    steward escalation goes to the steward's DM with the reason codes and no span text."""
+    gina, gus = globex.people["gina"], globex.people["gus"]
+    alice, olga, sam = people["alice"], people["olga"], people["sam"]
+    for person, slack_id in ((gina, "U0GINA"), (gus, "U0GUS"), (sam, "U0SAM")):
+        PersonAlias.objects.create(
+            tenant=person.tenant, person=person, kind=AliasKind.SLACK_USER_ID, value=slack_id
+        )
+
+    def posts_to(user: str) -> list[str]:
+        return [
+            json.dumps(c.body, ensure_ascii=False)
+            for c in slack_stub.of("chat.postMessage")
+            if c.body.get("channel") == user
+        ]
+
+    own = submit_with(
+        globex.ingest_client,
+        external_id="globex/own.docx",
+        text="Globex own text, dated soon.",
+        span={"start": 0, "end": 16},
+        links=[("AUTHORED_BY", "gina")],
+        email_domain="globex.test",
+    )
+    clar = submit(links=[("AUTHORED_BY", "alice"), ("MENTIONS", "olga")])
+    tamper_ranking(clar, [gina.pk, gus.pk, olga.pk, alice.pk])
+    assert run_worker() == 2
+
+    [to_alice] = posts_to("U0ALICE")
+    assert SPAN_TEXT in to_alice and str(clar.pk) in to_alice
+    [to_gina] = posts_to("U0GINA")  # the control: B's own question reached B's editor
+    assert str(own.pk) in to_gina
+    for body in posts_to("U0GINA") + posts_to("U0GUS"):
+        assert SPAN_TEXT not in body and str(clar.pk) not in body
+    assert posts_to("U0GUS") == []
+
+    # Nobody passes: the redacted escalation reaches the steward's DM at once.
+    secret = submit(
+        external_id="contracts/finance.docx",
+        acl=["group:finance"],
+        links=[("AUTHORED_BY", "alice"), ("MENTIONS", "bob")],
+    )
+    assert run_worker() == 1
+    [to_sam] = posts_to("U0SAM")
+    assert str(secret.pk) in to_sam and "NO_READ_PERMISSION" in to_sam
+    assert "Master services agreement" in to_sam
+    assert SPAN_TEXT not in to_sam and "ACME-CONFIDENTIAL" not in to_sam
+
+    # Across the whole delivery log, A's span text only ever went to alice.
+    carrying = [
+        c.body.get("channel")
+        for c in slack_stub.calls
+        if SPAN_TEXT in json.dumps(c.body, ensure_ascii=False)
+    ]
+    assert carrying == ["U0ALICE"]
+
+
 def test_clarify_escalation(submit, channel, with_passwords, clarify_settings):
     clarify_settings(MAX_CANDIDATES=4)
     alice, olga, vera, bob, sam = (
@@ -320,7 +381,7 @@ def test_clarify_caps(submit, channel, people, clarify_settings):
         assert digested.detail["candidate"] == str(olga.pk)
         assert "delivered" not in event_types(clar)
     for clar in (direct, high, critical):
-        [d] = deliveries(clar)
+        [d] = deliveries(clar, kind="question")
         assert d.status == DeliveryStatus.SENT
         assert "digested" not in event_types(clar)
     assert not Delivery.objects.filter(clarification=low).exists()

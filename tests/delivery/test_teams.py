@@ -512,6 +512,8 @@ def test_an_unmapped_identity_stores_nothing_and_submits_nothing(delivered, team
         teams_stub.service_url, conversation_id="a:1stranger-chat", **stranger
     )
     assert teams_post(update).status_code == 200
+    # No nonce, no tenant to audit in: logged only, nothing written.
+    assert counts() == before
     invoke = invoke_action(
         teams_stub.service_url,
         card.data(0),
@@ -525,9 +527,25 @@ def test_an_unmapped_identity_stores_nothing_and_submits_nothing(delivered, team
     assert "not linked" in resp.json()["value"]
     fallback = message_submit(teams_stub.service_url, card.data(0), **stranger)
     assert teams_post(fallback).status_code == 200
-    assert counts() == before
-    assert rows() == snapshot
+    # Each card action (its nonce names the delivery, hence the tenant) is audited in the
+    # delivery's tenant, as on Slack — and is the only thing written.
+    drops = AuditEvent.objects.filter(clarification=card.clar, type="card_action_dropped")
+    assert [(e.tenant_id, e.detail) for e in drops] == [
+        (
+            card.clar.tenant_id,
+            {
+                "reason": "UNMAPPED_IDENTITY",
+                "channel": "teams",
+                "identity": f"teams:{TEAMS_TENANT}:29:1stranger",
+            },
+        )
+    ] * 2
+    after = counts()
+    assert after.pop("AuditEvent") == before.pop("AuditEvent") + 2
+    assert after == before
+    assert rows() == snapshot  # no answer, card action, reference, delivery or job
     assert not TeamsConversation.objects.filter(conversation_id="a:1stranger-chat").exists()
+    assert len(teams_stub.of("activities")) == 1  # only the card itself
 
 
 def test_a_person_without_a_conversation_reference_is_skipped(
