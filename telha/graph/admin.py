@@ -1,21 +1,81 @@
-"""Sources (with their ACLs) and facts, viewable by stewards; nothing here edits a version."""
+"""Sources (with their ACLs) and facts, viewable by stewards; nothing here edits a version.
+The one thing a steward may change is a source's restriction label."""
 
+from typing import Any
+
+from django import forms
 from django.contrib import admin
+from django.db import transaction
+from django.http import HttpRequest
 from django.utils.html import format_html_join
 
-from telha.admin_site import TenantScopedAdmin, json_for_people
+from telha.admin_site import TenantScopedAdmin, json_for_people, steward_of
 from telha.common.times import iso
+from telha.tenancy.models import Person
 
 from .models import NodeVersion, Source
+
+RESTRICTION_HELP = (
+    "A label such as “privileged”; leave empty to lift the restriction. Restriction is not "
+    "the ACL: who may read the source does not change. A restricted source's content never "
+    "crosses to a chat channel (cards, digests, escalations and ask answers about it go as "
+    "a teaser); the inbox shows it in full to those who may read it."
+)
+
+
+@transaction.atomic
+def source_restriction_set(*, source: Source, restriction: str | None, actor: Person) -> bool:
+    """Mark a source restricted (a label) or unrestricted (None/empty) and append a
+    `source_restriction_changed` audit event in its tenant; returns whether it changed.
+    Only the restriction changes — never the ACL, the versions or the facts."""
+    from clarify.services import audit_event_append
+
+    locked = Source.objects.select_for_update().get(pk=source.pk, tenant=actor.tenant_id)
+    value = (restriction or "").strip() or None
+    if locked.restriction == value:
+        return False
+    before = locked.restriction
+    locked.restriction = value
+    locked.save(update_fields=["restriction"])
+    source.restriction = value
+    audit_event_append(
+        tenant=locked.tenant,
+        type="source_restriction_changed",
+        detail={"source": str(locked.pk), "by": str(actor.pk), "before": before, "after": value},
+    )
+    return True
+
+
+class SourceRestrictionForm(forms.ModelForm):
+    restriction = forms.CharField(required=False, max_length=100, help_text=RESTRICTION_HELP)
+
+    class Meta:
+        model = Source
+        fields = ("restriction",)
 
 
 @admin.register(Source)
 class SourceAdmin(TenantScopedAdmin):
+    """Read-only but for `restriction`, which a steward of the source's tenant may set or
+    lift (audited through `source_restriction_set`)."""
+
+    editable = True
+    form = SourceRestrictionForm
     list_display = ("title", "system", "external_id", "restriction", "acl_list")
     list_filter = ("system", "restriction")
     search_fields = ("title", "external_id")
     fields = ("title", "system", "external_id", "uri", "restriction", "acl_list", "versions")
-    readonly_fields = fields
+    readonly_fields = ("title", "system", "external_id", "uri", "acl_list", "versions")
+
+    def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
+        steward = steward_of(request)
+        assert steward is not None and change  # no add permission; stewards only
+        source_restriction_set(
+            source=obj, restriction=form.cleaned_data.get("restriction"), actor=steward
+        )
+
+    def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
+        return None
 
     @admin.display(description="ACL")
     def acl_list(self, obj: Source) -> str:
