@@ -52,7 +52,11 @@ def run(capsys):
         # run_from_argv closes every connection when it ends; the test's own must survive.
         with mock.patch.object(connections, "close_all", lambda: None):
             try:
-                ManagementUtility(["telha", *argv]).execute()
+                # Not ManagementUtility.execute(): its django.setup() would reconfigure
+                # logging onto this test's captured stderr (closed after the test).
+                ManagementUtility(["telha", *argv]).fetch_command(argv[0]).run_from_argv(
+                    ["telha", *argv]
+                )
                 status = 0
             except SystemExit as exc:
                 status = int(exc.code or 0)
