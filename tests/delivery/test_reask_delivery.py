@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 from django.core.management import call_command
 from django.db import transaction
+from django.test import Client
 
 from clarify.models import BindingStatus, Clarification, ResponseRecord, State
 from clarify.stewardship import clarification_reask
@@ -107,6 +108,17 @@ def test_a_reask_to_the_same_first_candidate_sends_a_fresh_nonce_that_binds(
         (old_job.pk, 0, str(alice.pk), "delivered", "revoked"),
         (new_job.pk, 0, str(alice.pk), "delivered", "active"),
     ]
+    # The plain-text report and the decide page tell the two attempts 0 apart by job.
+    out = StringIO()
+    call_command("clarify", "show", str(clar.pk), stdout=out)
+    text = out.getvalue()
+    assert f"job #{old_job.pk} attempt 0: {alice.pk} — delivered, nonce revoked" in text
+    assert f"job #{new_job.pk} attempt 0: {alice.pk} — delivered, nonce active" in text
+    staff = Client()
+    staff.force_login(sam.user)
+    page = staff.get(f"/admin/clarify/clarification/{clar.pk}/change/").content.decode()
+    assert f"<td>#{old_job.pk}</td><td>0</td>" in page
+    assert f"<td>#{new_job.pk}</td><td>0</td>" in page
 
     # The old card's tap is dropped as stale and writes nothing but its audit event.
     before, counts = snapshot_rows(), written_counts()

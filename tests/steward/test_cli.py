@@ -166,11 +166,12 @@ def test_clarify_delivery_history(submit, people, passwords, steward_client):
 
     page = steward_client.get(change_url(clar)).content.decode()
     rows = _history_table(page)
-    assert [row[:6] for row in rows] == [
-        ["0", "Olga Owner", "skipped", "NO_READ_PERMISSION", "", ""],
-        ["1", "Bob Named", "skipped", "NO_DELIVERY_ALIAS", "", ""],
-        ["2", "Alice Author", "delivered", "", "inbox", "active"],
-        ["3", "steward", "escalated", "", "", ""],
+    routing = f"#{job.pk}"  # the routing job each attempt belongs to
+    assert [row[:7] for row in rows] == [
+        [routing, "0", "Olga Owner", "skipped", "NO_READ_PERMISSION", "", ""],
+        [routing, "1", "Bob Named", "skipped", "NO_DELIVERY_ALIAS", "", ""],
+        [routing, "2", "Alice Author", "delivered", "", "inbox", "active"],
+        [routing, "3", "steward", "escalated", "", "", ""],
     ]
     assert f"Routing job #{job.pk}: dead, attempt 4 of 4." in page
     # The digest lists it with the per-candidate reason codes.

@@ -217,7 +217,7 @@ def _history_nonces(steward_client: Any, clar: Any) -> tuple[list[Any], list[str
     page = steward_client.get(change_url(clar)).content.decode()
     return (
         [(h["outcome"], h["nonceState"]) for h in data["deliveryHistory"]],
-        [row[5] for row in section_rows(page, "Delivery history")],
+        [row[6] for row in section_rows(page, "Delivery history")],
     )
 
 

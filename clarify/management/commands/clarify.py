@@ -212,8 +212,10 @@ class Command(BaseCommand):
         ] or ["    (none)"]
         lines.append("  delivery history:")
         lines += [
-            f"    attempt {d['attempt']}: {d['candidate'] or 'steward'} — {d['outcome']}"
+            f"    {'job #' + str(d['job']) + ' ' if d.get('job') else ''}attempt {d['attempt']}: "
+            f"{d['candidate'] or 'steward'} — {d['outcome']}"
             f"{' (' + d['reason'] + ')' if d.get('reason') else ''}"
+            f"{', nonce ' + d['nonceState'] if d.get('nonceState') else ''}"
             for d in data["deliveryHistory"]
         ] or ["    (none)"]
         lines.append("  events:")
