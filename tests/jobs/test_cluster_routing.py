@@ -316,8 +316,10 @@ def test_two_clusters_each_run_their_own_audience(settings, enqueue, tmp_path):
             if proc.poll() is None:
                 os.killpg(proc.pid, 15)
         for proc in procs:
+            # A graceful stop is not what this test is about (test_cluster.py covers a
+            # killed cluster): a cluster still stopping after a few seconds is killed.
             try:
-                proc.wait(timeout=20)
+                proc.wait(timeout=3)
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, 9)
                 proc.wait(timeout=10)
