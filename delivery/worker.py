@@ -200,9 +200,22 @@ def _delivery_failed(
     attempt: int,
     person: Person,
     route: Route,
+    notice: bool = False,
 ) -> None:
-    """A send that failed after its retries: the delivery row and a `delivery_failed` event."""
+    """A send that failed after its retries: the delivery row and a `delivery_failed` event
+    (for a steward's high-severity notice a `steward_notice_failed` event instead: it is no
+    candidate's skip reason)."""
     Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
+    if notice:
+        _event(
+            clar,
+            "steward_notice_failed",
+            attempt=attempt,
+            steward=str(person.pk),
+            channel=route.channel.name,
+            error=str(exc)[:300],
+        )
+        return
     _event(
         clar,
         "delivery_failed",
@@ -460,18 +473,15 @@ def _send_to_stewards(
             )
         except DeliveryError as exc:
             failed.append(str(steward.pk))
-            if what == "escalation":
-                _delivery_failed(clar, delivery, exc, attempt=attempt, person=steward, route=route)
-            else:  # a notice failure is no candidate's skip reason
-                Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
-                _event(
-                    clar,
-                    "steward_notice_failed",
-                    attempt=attempt,
-                    steward=str(steward.pk),
-                    channel=route.channel.name,
-                    error=str(exc)[:300],
-                )
+            _delivery_failed(
+                clar,
+                delivery,
+                exc,
+                attempt=attempt,
+                person=steward,
+                route=route,
+                notice=what != "escalation",
+            )
             continue
         Delivery.objects.filter(pk=delivery.pk).update(
             status=DeliveryStatus.SENT,
