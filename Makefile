@@ -5,6 +5,8 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed-stamp
 HOST ?= 127.0.0.1
 PORT ?= 8000
+# pytest-xdist processes for `make test` (0: one process, no xdist).
+TEST_WORKERS ?= 2
 
 .PHONY: run test fuzz lint bench venv demo clean
 
@@ -23,9 +25,10 @@ run: venv
 	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py demo_setup
 	DEBUG=$${DEBUG:-1} HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py serve_all --host $(HOST) --port $(PORT)
 
-## The whole test suite (honours DATABASE_URL; .ci/run points it at PostgreSQL).
+## The whole test suite (honours DATABASE_URL; .ci/run points it at PostgreSQL), spread
+## over TEST_WORKERS processes, each with its own test database.
 test: venv
-	$(BIN)/python -m pytest $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 ## The schemathesis run of tests/test_fuzz_api.py, deeper: 500 examples per operation and
 ## kind of caller (`make test` runs 25, derandomized). FUZZ_EXAMPLES=N to choose.

@@ -1,8 +1,14 @@
 """Shared fixtures: tenants, people, keys and API clients."""
 
+from typing import Any
+
 import pytest
+from django.apps import apps
+from django.core.management.color import no_style
+from django.db import connection, models, transaction
 from rest_framework.test import APIClient
 
+from telha.tenancy.models import Tenant
 from telha.tenancy.services import api_key_create, workspace_load
 
 WORKSPACE = {
@@ -37,9 +43,62 @@ WORKSPACE = {
 }
 
 
+WorkspaceRows = list[tuple[type[models.Model], list[dict[str, Any]]]]
+
+
+def workspace_rows_written(load: Any) -> WorkspaceRows:
+    """Every row `load()` writes, per model (auto-created M2M tables included), as field
+    values, in model dependency order. Runs `load()` in a transaction it rolls back."""
+    everything = [
+        m
+        for m in apps.get_models(include_auto_created=True)
+        if m._meta.managed and not m._meta.proxy
+    ]
+    written: WorkspaceRows = []
+    with transaction.atomic():
+        before = {m: set(m._base_manager.values_list("pk", flat=True)) for m in everything}
+        load()
+        for model in everything:
+            fields = [f.attname for f in model._meta.concrete_fields]
+            rows = [
+                row
+                for row in model._base_manager.order_by("pk").values(*fields)
+                if row[model._meta.pk.attname] not in before[model]
+            ]
+            if rows:
+                written.append((model, rows))
+        transaction.set_rollback(True)
+    return written
+
+
+@pytest.fixture(scope="session")
+def workspace_rows(django_db_setup: None, django_db_blocker: Any) -> WorkspaceRows:
+    """The rows `workspace_load(data=WORKSPACE)` writes, captured once per test session
+    (tests/test_fixtures.py checks that a replay equals a real load)."""
+    with django_db_blocker.unblock():
+        return workspace_rows_written(lambda: workspace_load(data=WORKSPACE))
+
+
+def workspace_rows_replay(rows: WorkspaceRows) -> None:
+    """Insert captured rows with their own keys (one INSERT per table, in one transaction,
+    so deferred foreign keys are checked at its end) and move the tables' id sequences
+    past them, as `loaddata` does."""
+    with transaction.atomic():
+        for model, values in rows:
+            model._base_manager.bulk_create([model(**v) for v in values])
+        reset = connection.ops.sequence_reset_sql(no_style(), [m for m, _ in rows])
+        if reset:
+            with connection.cursor() as cursor:
+                for sql in reset:
+                    cursor.execute(sql)
+
+
 @pytest.fixture
-def workspace(db):
-    return workspace_load(data=WORKSPACE).tenant
+def workspace(db: None, workspace_rows: WorkspaceRows) -> Tenant:
+    """The Acme workspace (WORKSPACE), as `workspace_load` writes it. Replayed from rows
+    captured once per session: a real load is ~130 statements, paid by most tests."""
+    workspace_rows_replay(workspace_rows)
+    return Tenant.objects.get(slug=WORKSPACE["tenant"])
 
 
 @pytest.fixture
