@@ -4,7 +4,8 @@ these must hold. Each check returns human-readable violations."""
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from django.db.models import Count, F, Q
+from django.db.models import Count, F, OuterRef, Q, Subquery, Value
+from django.db.models.functions import Coalesce
 
 from delivery.models import Delivery, NonceState
 from telha.graph.models import NodeVersion
@@ -84,6 +85,20 @@ def check_states() -> Iterator[str]:
         .filter(~Q(n=F("top")))
     ):
         yield f"clarification {row['clarification_id']} has duplicate response sequence numbers"
+    latest = (
+        ResponseRecord.objects.filter(clarification=OuterRef("pk"))
+        .order_by("-seq")
+        .values("seq")[:1]
+    )
+    for clar in (
+        Clarification.objects.annotate(latest=Coalesce(Subquery(latest), Value(0)))
+        .exclude(responses_recorded=F("latest"))
+        .only("id", "responses_recorded")
+    ):
+        yield (
+            f"clarification {clar.pk} counts {clar.responses_recorded} responses, "
+            f"its latest is {clar.latest}"
+        )
 
 
 def check_jobs() -> Iterator[str]:

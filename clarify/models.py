@@ -126,6 +126,9 @@ class Clarification(models.Model):
     span_end = models.PositiveIntegerField(null=True, blank=True)
     dedup_key = models.CharField(max_length=64)
     fact_version_tx = models.BigIntegerField(null=True, blank=True)
+    # Written with every response under the clarification's lock: the latest response's
+    # seq (0: none yet), so a first answer need not read the responses.
+    responses_recorded = models.PositiveIntegerField(default=0)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -158,8 +161,9 @@ class ResponseRecord(models.Model):
     returned (replayed byte-identically on an idempotent repeat)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    # No index of its own: the unique (clarification, seq) index leads with it.
     clarification = models.ForeignKey(
-        Clarification, on_delete=models.CASCADE, related_name="responses"
+        Clarification, on_delete=models.CASCADE, related_name="responses", db_index=False
     )
     seq = models.PositiveIntegerField()
     responder = models.UUIDField()
@@ -231,9 +235,19 @@ class AuditEvent(models.Model):
     attestations, quorum transitions, conflicts, steward notifications, overrides,
     escalations, bindings, erasures."""
 
-    tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="audit_events")
+    # Neither key has an index of its own: the (clarification, at) and (tenant, at)
+    # indexes lead with them (an event is written with every state change; each index
+    # is paid on every insert).
+    tenant = models.ForeignKey(
+        Tenant, on_delete=models.CASCADE, related_name="audit_events", db_index=False
+    )
     clarification = models.ForeignKey(
-        Clarification, on_delete=models.CASCADE, null=True, blank=True, related_name="events"
+        Clarification,
+        on_delete=models.CASCADE,
+        null=True,
+        blank=True,
+        related_name="events",
+        db_index=False,
     )
     at = models.BigIntegerField()
     type = models.CharField(max_length=40)

@@ -314,7 +314,7 @@ def clarification_answer(
     clar.tenant = caller.tenant  # the same row (filtered above); saves a query per event
     interval = normalise_answer(clar, answer)
     override = bool(answer.steward_override)
-    responses = list(clar.responses.order_by("seq"))
+    responses = list(clar.responses.order_by("seq")) if clar.responses_recorded else []
     mine = [r for r in responses if r.responder == person.pk]
     unresolved = (
         unresolved_post_binding_conflicts(responses) if clar.state == State.ANSWERED else []
@@ -367,16 +367,17 @@ def clarification_answer(
         if (bound.node_version.valid_from, bound.node_version.valid_to) == interval:
             if not (override and unresolved):
                 raise AlreadyAnswered()
-            return _binding_upheld(clar, responses, unresolved, record_fields, events, now)
+            return _binding_upheld(clar, unresolved, record_fields, events, now)
         body = _outcome_body("conflict", state=State.ANSWERED.value, postBinding=True)
-        record = _record(clar, responses, BindingStatus.CONFLICTING, 202, body, record_fields)
+        record = _record(clar, BindingStatus.CONFLICTING, 202, body, record_fields)
         _event(events, clar, "post_binding_conflict", record, now)
         _event(events, clar, "steward_notified", record, now, reason="post_binding_conflict")
         _write(record, events)
+        _save(clar)
         return AnswerResult(202, body, response_id=record.pk)
 
     if override:
-        record = _record(clar, responses, BindingStatus.STEWARD_OVERRIDE, 200, {}, record_fields)
+        record = _record(clar, BindingStatus.STEWARD_OVERRIDE, 200, {}, record_fields)
         _event(events, clar, "steward_override", record, now)
         if clar.quorum_state != QuorumState.NOT_REQUIRED:
             _quorum(events, clar, QuorumState.SATISFIED, now)
@@ -395,14 +396,14 @@ def clarification_answer(
         if clar.state in (State.OPEN, State.EXPIRED, State.DEAD_LETTERED):
             _transition(events, clar, State.ATTESTED, now)
         body = _outcome_body("attestation", state=clar.state)
-        record = _record(clar, responses, BindingStatus.ATTESTATION, 202, body, record_fields)
+        record = _record(clar, BindingStatus.ATTESTATION, 202, body, record_fields)
         _event(events, clar, "attestation_recorded", record, now)
         _write(record, events)
         _save(clar)
         return AnswerResult(202, body, response_id=record.pk)
 
     # Binding-capable: append, then evaluate the active set including it.
-    record = _record(clar, responses, BindingStatus.BINDING_CANDIDATE, 200, {}, record_fields)
+    record = _record(clar, BindingStatus.BINDING_CANDIDATE, 200, {}, record_fields)
     active = _active_set([*responses, record], clar.minimum_role)
     intervals = {r.interval for r in active.values()}
     if clar.state == State.CONFLICTED or len(intervals) > 1:
@@ -467,7 +468,6 @@ def clarification_answer(
 
 def _binding_upheld(
     clar: Clarification,
-    responses: list[ResponseRecord],
     unresolved: list[ResponseRecord],
     fields: dict[str, Any],
     events: list[AuditEvent],
@@ -482,7 +482,7 @@ def _binding_upheld(
         factVersionTx=clar.fact_version_tx,
         quorumSatisfied=True,
     )
-    record = _record(clar, responses, BindingStatus.STEWARD_OVERRIDE, 200, body, fields)
+    record = _record(clar, BindingStatus.STEWARD_OVERRIDE, 200, body, fields)
     _event(events, clar, "steward_override", record, now, upheld=True)
     _event(
         events,
@@ -494,6 +494,7 @@ def _binding_upheld(
         conflicts=[str(r.pk) for r in unresolved],
     )
     _write(record, events)
+    _save(clar)
     return AnswerResult(200, body, response_id=record.pk)
 
 
@@ -560,14 +561,15 @@ def _active_set(responses: list[ResponseRecord], minimum_role: str) -> dict[Any,
 
 def _record(
     clar: Clarification,
-    responses: list[ResponseRecord],
     status: str,
     outcome_status: int,
     outcome: dict[str, Any],
     fields: dict[str, Any],
 ) -> ResponseRecord:
-    """The answer's response record, not yet inserted (`_write`); its id is set."""
-    seq = (responses[-1].seq + 1) if responses else 1
+    """The answer's response record, not yet inserted (`_write`); its id is set. Counts it
+    in `clar.responses_recorded` (saved with the clarification by every path)."""
+    seq = clar.responses_recorded + 1
+    clar.responses_recorded = seq
     return ResponseRecord(
         clarification=clar,
         seq=seq,
@@ -631,7 +633,15 @@ def _quorum(events: list[AuditEvent] | None, clar: Clarification, state: str, at
 
 
 def _save(clar: Clarification) -> None:
-    clar.save(update_fields=["state", "quorum_state", "fact_version_tx", "updated_at"])
+    clar.save(
+        update_fields=[
+            "state",
+            "quorum_state",
+            "fact_version_tx",
+            "responses_recorded",
+            "updated_at",
+        ]
+    )
 
 
 # ---------------------------------------------------------------------------------------

@@ -72,3 +72,43 @@ def test_the_lease_and_reap_queries_use_the_partial_indexes():
         "lease_expires_at"
     )
     assert "job_reap_expired" in _plan(reap[:500])
+
+
+# Tables written on every answer: each foreign key is served by an index that leads with
+# it, and no index duplicates another's leading column for nothing.
+HOT_TABLES = {
+    "graph_nodeversion": {"node_id"},
+    "clarify_auditevent": {"clarification_id", "tenant_id"},
+    "clarify_responserecord": {"clarification_id"},
+    "jobs_job": {"tenant_id", "subject"},
+}
+
+
+def _indexes(table: str) -> dict[str, dict]:
+    with connection.cursor() as cursor:
+        found = connection.introspection.get_constraints(cursor, table)
+    return {name: c for name, c in found.items() if c["index"] or c["unique"]}
+
+
+@pytest.mark.parametrize("table", sorted(HOT_TABLES))
+def test_hot_tables_have_no_single_column_index_a_wider_one_covers(table):
+    indexes = _indexes(table)
+    for column in HOT_TABLES[table]:
+        leading = {n: c for n, c in indexes.items() if c["columns"] and c["columns"][0] == column}
+        assert leading, f"{table}.{column} has no index leading with it"
+        plain_single = [
+            n
+            for n, c in leading.items()
+            if c["columns"] == [column] and not c["unique"] and not c["primary_key"]
+        ]
+        wider = [n for n, c in leading.items() if len(c["columns"]) > 1]
+        assert not (plain_single and wider), (table, column, plain_single, wider)
+    if connection.vendor == "postgresql":
+        assert not [n for n in indexes if n.endswith("_like")], indexes
+
+
+def test_the_one_current_version_index_survived_the_index_clean_up():
+    sql = _index_sql("nodeversion_one_current")
+    assert sql.startswith("create unique index"), sql
+    assert "(node_id)" in sql and "tx_to is null" in sql.replace("(", "").replace(")", ""), sql
+    assert "(subject)" in _index_sql("job_subject")

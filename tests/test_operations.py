@@ -25,7 +25,7 @@ from django.core.management import ManagementUtility
 from django.db import IntegrityError, connection, connections, transaction
 from django.utils import timezone
 
-from clarify.models import AuditEvent, Clarification, QuorumState, State
+from clarify.models import AuditEvent, Clarification, QuorumState, ResponseRecord, State
 from clarify.services import audit_event_append
 from delivery.models import Delivery, NonceState
 from telha.common import observability
@@ -280,6 +280,13 @@ def corrupt_active_nonce_on_answered(ids: SimpleNamespace) -> dict[str, list[str
     }
 
 
+def corrupt_response_count(ids: SimpleNamespace) -> dict[str, list[str]]:
+    """An answer reads a clarification's responses only when it counts some."""
+    latest = ResponseRecord.objects.filter(clarification_id=ids.partial).order_by("-seq")[0].seq
+    Clarification.objects.filter(pk=ids.partial).update(responses_recorded=0)
+    return {"states": [f"clarification {ids.partial} counts 0 responses, its latest is {latest}"]}
+
+
 CORRUPTIONS = [
     corrupt_version_gap,
     corrupt_two_current_versions,
@@ -291,6 +298,7 @@ CORRUPTIONS = [
     corrupt_job_attempts,
     corrupt_dead_job_of_a_live_clarification,
     corrupt_active_nonce_on_answered,
+    corrupt_response_count,
 ]
 
 

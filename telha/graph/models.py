@@ -172,7 +172,10 @@ class NodeVersion(models.Model):
     """One belief about a node, valid over [valid_from, valid_to) and recorded over
     [tx_from, tx_to). Exactly one version per node is current (tx_to is NULL)."""
 
-    node = models.ForeignKey(Node, on_delete=models.CASCADE, related_name="versions")
+    # No index of its own: the unique (node, seq) and (node, tx_from) indexes lead with it.
+    node = models.ForeignKey(
+        Node, on_delete=models.CASCADE, related_name="versions", db_index=False
+    )
     seq = models.PositiveIntegerField()
     labels = models.JSONField(default=list)
     properties = models.JSONField(default=dict)
