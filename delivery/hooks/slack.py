@@ -69,6 +69,7 @@ from ..slack_blocks import (
     Section,
     Text,
     card_blocks,
+    clarification_of_block,
     clip,
     custom_answer_modal,
     escape,
@@ -342,8 +343,10 @@ def _fresh(clarification_id: Any) -> Clarification:
 
 
 def _card_for(delivery: Delivery, outcome_text: str = "") -> list[Element]:
+    """The delivery's card as it now stands: buttons only while its clarification is open
+    and its nonce still answers (a revoked nonce's tap would be dropped: "moved on")."""
     clar = _fresh(delivery.clarification_id)
-    open_ = clar.state in OPEN_STATES
+    open_ = clar.state in OPEN_STATES and delivery.nonce_state == NonceState.ACTIVE
     card, _ = gated_card(build_card(clar, delivery.nonce, excerpt_for_chat(clar)), clar)
     if not outcome_text and not open_:
         outcome_text = MOVED_ON
@@ -355,14 +358,21 @@ def _updated_blocks(
 ) -> list[JSON]:
     """The message after an outcome: the answered card re-rendered with the outcome copy
     (buttons kept only while the clarification is open). Other cards of a digest are kept
-    as shown when the payload carries the message, else re-rendered from their records."""
+    as shown when the payload carries the message, except those whose nonce no longer
+    answers (re-rendered without buttons), else re-rendered from their records."""
     cid = str(delivery.clarification_id)
     new = message_blocks(_card_for(delivery, outcome_text))
-    if shown:
-        return message_blocks(replace_card(shown, cid, new))
     siblings = list(
         Delivery.objects.filter(message_ref=ref, kind=DeliveryKind.QUESTION).order_by("created_at")
     )
+    if shown:
+        kept = replace_card(shown, cid, new)
+        listed = {clarification_of_block(b) for b in kept}
+        for sibling in siblings:
+            sid = str(sibling.clarification_id)
+            if sid != cid and sid in listed and sibling.nonce_state != NonceState.ACTIVE:
+                kept = replace_card(kept, sid, message_blocks(_card_for(sibling)))
+        return message_blocks(kept)
     if len(siblings) <= 1:
         return new
     blocks: list[Element] = [Header(f"{len(siblings)} date questions for you")]

@@ -22,7 +22,7 @@ from telha.tenancy.selectors import person_by_alias
 
 from ..actions import ANSWERED, INVALID, card_action_process
 from ..cards import MOVED_ON, Card, build_card
-from ..models import Delivery, DeliveryKind, TeamsConversation
+from ..models import Delivery, DeliveryKind, NonceState, TeamsConversation
 from ..restriction import excerpt_for_chat, gated_card
 from ..teams_auth import TeamsAuthError, check_service_url, verify_token
 from ..teams_cards import MAX_DIGEST_CARDS, digest_card, input_id, question_card
@@ -247,7 +247,8 @@ def _refreshed_card(
     """The message of this nonce re-rendered for its recipient (None for anyone else),
     through the same restriction gate as what was sent. Teams replaces the whole message
     with it, so a digest comes back whole: the tapped item with its outcome or error, the
-    others as they now stand (buttons while open, "moved on" once closed)."""
+    others as they now stand (buttons while open and answerable, "moved on" once closed
+    or once their nonce was revoked, e.g. by a re-ask)."""
     delivery = (
         Delivery.objects.select_related("clarification").filter(nonce=nonce[:64]).first()
         if nonce
@@ -266,7 +267,7 @@ def _refreshed_card(
         cards.append(card)
         if sibling.pk == delivery.pk:
             outcomes[card.clarification_id] = outcome_text
-        elif not open_:
+        elif not open_ or sibling.nonce_state != NonceState.ACTIVE:
             outcomes[card.clarification_id] = MOVED_ON
     errors = {str(delivery.clarification_id): error} if error else {}
     return digest_card(cards, outcomes=outcomes, errors=errors)

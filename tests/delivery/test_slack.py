@@ -16,10 +16,11 @@ from django.test import Client
 import delivery.hooks.slack as slack_hooks
 import delivery.worker
 from clarify.models import AuditEvent, Clarification, ResponseRecord, State
+from clarify.stewardship import clarification_reask
 from delivery.cards import Escalation, build_card, build_escalation
 from delivery.channels import DeliveryError, configured_channels
 from delivery.channels.slack import SlackChannel, delivery_error
-from delivery.models import CardAction, Delivery, DeliveryStatus
+from delivery.models import CardAction, Delivery, DeliveryStatus, NonceState
 from delivery.restriction import excerpt_for_chat
 from delivery.slack_blocks import (
     BlockKitError,
@@ -858,6 +859,44 @@ def test_a_digest_lists_cards_each_with_its_own_buttons_and_a_tap_updates_only_i
     record = ResponseRecord.objects.get(clarification=a.clar)
     assert record.message_ref == ref
     assert (record.interval_from, record.interval_to) == (JAN_2027, None)
+
+
+@pytest.mark.parametrize("payload_has_message", [True, False])
+def test_a_digest_card_revoked_by_a_reask_loses_its_buttons_when_the_message_is_updated(
+    delivered, slack_stub, slack_post, people, payload_has_message
+):
+    """A question re-asked after the digest was sent: its nonce there no longer answers (a
+    tap would be dropped), so the next update of the message shows it "moved on", without
+    buttons, whether the other cards come from the payload's copy of the message or are
+    re-rendered from their records."""
+    a, b, c = delivered(1), delivered(2), delivered(3)
+    cards = [
+        build_card(Clarification.objects.get(pk=x.clar.pk), x.delivery.nonce, "") for x in (a, b, c)
+    ]
+    ref = SlackChannel().send_digest(address="U0ALICE", cards=cards)
+    Delivery.objects.filter(pk__in=[x.delivery.pk for x in (a, b, c)]).update(message_ref=ref)
+    blocks = slack_stub.of("chat.postMessage")[-1].blocks
+    clarification_reask(clarification=c.clar, ranking=[people["bob"]], actor=people["sam"])
+    assert Delivery.objects.get(pk=c.delivery.pk).nonce_state == NonceState.REVOKED
+
+    channel, ts = ref.split(":")[1:]
+    payload = block_actions(
+        action_id="clarify_answer_1",
+        value=a.value(1),
+        channel=channel,
+        ts=ts,
+        blocks=blocks if payload_has_message else None,
+    )
+    assert slack_post(INTERACTIVITY, form_body(payload)).status_code == 200
+    update = slack_stub.of("chat.update")[-1]
+    remaining = actions_blocks(update.blocks)
+    assert [json.loads(act["elements"][0]["value"])["clarificationId"] for act in remaining] == [
+        str(b.clar.pk)
+    ]
+    revoked_card = [blk for blk in update.blocks if str(c.clar.pk) in str(blk.get("block_id", ""))]
+    assert revoked_card and "This clarification has moved on." in all_text(revoked_card)
+    assert "✓ Recorded as evidence: 1 Jan 2027" in all_text(update.blocks)
+    assert Clarification.objects.get(pk=c.clar.pk).state == State.OPEN
 
 
 def test_the_steward_escalation_is_redacted_and_has_no_buttons(

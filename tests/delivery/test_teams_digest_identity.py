@@ -15,9 +15,10 @@ import pytest
 from django.utils import timezone
 
 from clarify.models import AuditEvent, Clarification, ResponseRecord, State
+from clarify.stewardship import clarification_reask
 from delivery.cards import Card, CardButton
 from delivery.digests import digests_flush
-from delivery.models import ChatTurn, Delivery, DeliveryStatus, TeamsConversation
+from delivery.models import ChatTurn, Delivery, DeliveryStatus, NonceState, TeamsConversation
 from delivery.teams_cards import MAX_DIGEST_CARDS, digest_card
 from telha.tenancy.models import PersonAlias
 
@@ -204,6 +205,25 @@ def test_a_tap_in_a_digest_returns_the_whole_digest(digest, tap_digest) -> None:
     assert "✓ Recorded as evidence: 1 Jul 2026 (countersignature)" in item_text(second_item)
     assert {a["data"]["nonce"] for a in item_actions(third_item) if "data" in a} == {third.nonce}
     assert ResponseRecord.objects.count() == 2
+
+
+def test_a_digest_item_revoked_by_a_reask_comes_back_moved_on(digest, tap_digest) -> None:
+    """A question re-asked after the digest was sent: its nonce in this digest no longer
+    answers (a tap would be dropped), so a refresh shows it "moved on", without buttons,
+    while its clarification is still open."""
+    d = digest(3)
+    first, second, third = d.deliveries
+    clar = Clarification.objects.get(pk=third.clarification_id)
+    people = {p.email.split("@")[0]: p for p in clar.tenant.people.all()}
+    clarification_reask(clarification=clar, ranking=[people["bob"]], actor=people["sam"])
+    third.refresh_from_db()
+    assert third.nonce_state == NonceState.REVOKED
+    resp = tap_digest(d, {**_data(first), "answerIndex": 0})
+    answered, still_open, revoked = containers(resp.json()["value"])
+    assert "✓ Recorded as evidence" in item_text(answered)
+    assert {a["data"]["nonce"] for a in item_actions(still_open) if "data" in a} == {second.nonce}
+    assert MOVED_ON in item_text(revoked) and item_actions(revoked) == []
+    assert Clarification.objects.get(pk=third.clarification_id).state == State.OPEN
 
 
 def _data(delivery: Delivery) -> dict[str, Any]:
