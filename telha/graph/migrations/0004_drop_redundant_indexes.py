@@ -1,19 +1,10 @@
 """NodeVersion.node loses its own index: the unique (node, seq) and (node, tx_from)
-indexes lead with it.
-
-Django's AlterField would drop every single-column index on the column (including the
-partial unique `nodeversion_one_current` on graph_nodeversion.node_id) and re-validate the
-foreign key; so the state changes here and the database loses exactly the named index."""
+indexes lead with it."""
 
 import django.db.models.deletion
 from django.db import migrations, models
 
-
-def drop_index(table: str, column: str, name: str) -> migrations.RunSQL:
-    return migrations.RunSQL(
-        sql=f'DROP INDEX IF EXISTS "{name}"',
-        reverse_sql=f'CREATE INDEX "{name}" ON "{table}" ("{column}")',
-    )
+from telha.common.migration_ops import foreign_key_index_dropped
 
 
 class Migration(migrations.Migration):
@@ -22,21 +13,19 @@ class Migration(migrations.Migration):
     ]
 
     operations = [
-        migrations.SeparateDatabaseAndState(
-            state_operations=[
-                migrations.AlterField(
-                    model_name="nodeversion",
-                    name="node",
-                    field=models.ForeignKey(
-                        db_index=False,
-                        on_delete=django.db.models.deletion.CASCADE,
-                        related_name="versions",
-                        to="graph.node",
-                    ),
+        foreign_key_index_dropped(
+            state_operation=migrations.AlterField(
+                model_name="nodeversion",
+                name="node",
+                field=models.ForeignKey(
+                    db_index=False,
+                    on_delete=django.db.models.deletion.CASCADE,
+                    related_name="versions",
+                    to="graph.node",
                 ),
-            ],
-            database_operations=[
-                drop_index("graph_nodeversion", "node_id", "graph_nodeversion_node_id_57a7a07c"),
-            ],
+            ),
+            table="graph_nodeversion",
+            column="node_id",
+            index="graph_nodeversion_node_id_57a7a07c",
         ),
     ]
