@@ -28,7 +28,7 @@ from telha.jobs.services import job_enqueue
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person
 
-from .cards import candidate_label
+from .cards import OPEN_STATES, candidate_label
 from .models import ChatTurn
 from .provenance import gate_outbound, normalize_channel_origin, parse_restriction_provenance
 from .restriction import restricted_excerpts_in
@@ -78,7 +78,6 @@ STOPWORDS = frozenset(
 )
 MAX_EVIDENCE = 3
 MAX_CANDIDATES = 500
-ASKABLE_STATES = frozenset(s for s in State.values if s not in (State.ANSWERED, State.CONFLICTED))
 NOTHING_TO_ASK = "There is nothing to ask about that any more."
 VERDICTS: dict[str, str] = {
     EvidenceClass.SYSTEM_EXTRACTION: "source-derived",
@@ -210,7 +209,7 @@ def answer_question(person: Person, question: str) -> AskAnswer:
             verdict = "pending"
         if v.pending and clar is not None and clar.state != State.ANSWERED:
             pending = pending_caveat(clar)  # CONTRACT §3.3 pendingClarification
-            if ask_now is None and clar.state in ASKABLE_STATES:
+            if ask_now is None and clar.state in OPEN_STATES:
                 # One offer: for the best-ranked fact a person can be asked about; it
                 # names that fact, whose caveat is shown with it.
                 ask_now = _ask_now_offer(clar, fact=str(v.properties.get("name") or v.node.key))
@@ -306,7 +305,7 @@ def ask_now(*, requester: Person, clarification_id: Any) -> str:
         .filter(pk=pk, tenant=requester.tenant, target__in=readable_nodes(reader_for(requester)))
         .first()
     )
-    if clar is None or clar.state not in ASKABLE_STATES:
+    if clar is None or clar.state not in OPEN_STATES:
         return NOTHING_TO_ASK
     active = Job.objects.filter(
         kind=CLARIFY_JOB_KIND,

@@ -20,7 +20,8 @@ from clarify.models import Clarification
 from clarify.services import audit_event_append
 from telha.graph.models import Span
 
-from .cards import Card, Escalation
+from .cards import OPEN_STATES, Card, Escalation, build_card
+from .models import Delivery, NonceState
 from .provenance import MIN_EXCERPT_CHARS, gate_outbound, verbatim_match
 
 CARD_EXCERPT_MAX_CHARS = 280
@@ -184,3 +185,16 @@ def gated_escalation(escalation: Escalation, clar: Clarification) -> tuple[Escal
         document_url=escalation.review_url,
     )
     return teaser, result.reason
+
+
+def card_as_it_stands(delivery: Delivery) -> tuple[Card, bool]:
+    """A sent card re-rendered for its chat (a Slack `chat.update`, a Teams invoke
+    response): its clarification read afresh, through the same restriction gate as the
+    card that was sent, and whether its buttons still answer — the clarification still
+    asked and the card's nonce still active (a tap on a closed nonce gets "moved on", one
+    on a nonce revoked by a re-ask is dropped)."""
+    clar = Clarification.objects.select_related("tenant", "source_version__source", "target").get(
+        pk=delivery.clarification_id
+    )
+    card, _ = gated_card(build_card(clar, delivery.nonce, excerpt_for_chat(clar)), clar)
+    return card, clar.state in OPEN_STATES and delivery.nonce_state == NonceState.ACTIVE

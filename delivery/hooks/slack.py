@@ -37,7 +37,7 @@ from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
 from slack_sdk.signature import SignatureVerifier
 
-from clarify.models import Clarification, State
+from clarify.models import Clarification
 from clarify.services import audit_event_append
 from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
 from telha.tenancy.selectors import person_by_alias
@@ -47,7 +47,7 @@ from ..cards import MOVED_ON, build_card
 from ..channels.slack import api_url, message_ref, parse_message_ref
 from ..models import Delivery, DeliveryKind, NonceState
 from ..provenance import RESTRICTED_TEASER
-from ..restriction import excerpt_for_chat, gated_card
+from ..restriction import card_as_it_stands, gated_card
 from ..slack_blocks import (
     ANSWER_ACTION_PREFIX,
     CUSTOM_CALLBACK_ID,
@@ -85,7 +85,6 @@ CHANNEL = "slack"
 UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
 MALFORMED_ACTION = "MALFORMED_ACTION"
 EVENT_DEDUPE_SECONDS = 60 * 60  # Slack retries within minutes; keep ids for an hour
-OPEN_STATES = frozenset(s for s in State.values if s not in (State.ANSWERED, State.CONFLICTED))
 UNMAPPED_TEXT = "Your Slack account is not linked to a person in this workspace."
 
 
@@ -343,14 +342,12 @@ def _fresh(clarification_id: Any) -> Clarification:
 
 
 def _card_for(delivery: Delivery, outcome_text: str = "") -> list[Element]:
-    """The delivery's card as it now stands: buttons only while its clarification is open
-    and its nonce still answers (a revoked nonce's tap would be dropped: "moved on")."""
-    clar = _fresh(delivery.clarification_id)
-    open_ = clar.state in OPEN_STATES and delivery.nonce_state == NonceState.ACTIVE
-    card, _ = gated_card(build_card(clar, delivery.nonce, excerpt_for_chat(clar)), clar)
-    if not outcome_text and not open_:
+    """The delivery's card as it now stands (`card_as_it_stands`): buttons only while they
+    answer, else "moved on" unless an outcome is shown."""
+    card, answers = card_as_it_stands(delivery)
+    if not outcome_text and not answers:
         outcome_text = MOVED_ON
-    return card_blocks(card, outcome=outcome_text, buttons=open_)
+    return card_blocks(card, outcome=outcome_text, buttons=answers)
 
 
 def _updated_blocks(

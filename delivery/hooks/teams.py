@@ -14,16 +14,16 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
-from clarify.models import Clarification, State
+from clarify.models import Clarification
 from clarify.services import audit_event_append
 from telha.common.parsers import json_problem
 from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
 from telha.tenancy.selectors import person_by_alias
 
 from ..actions import ANSWERED, INVALID, card_action_process
-from ..cards import MOVED_ON, Card, build_card
-from ..models import Delivery, DeliveryKind, NonceState, TeamsConversation
-from ..restriction import excerpt_for_chat, gated_card
+from ..cards import MOVED_ON, Card
+from ..models import Delivery, DeliveryKind, TeamsConversation
+from ..restriction import card_as_it_stands
 from ..teams_auth import TeamsAuthError, check_service_url, verify_token
 from ..teams_cards import MAX_DIGEST_CARDS, digest_card, input_id, question_card
 from . import teams_ask
@@ -34,7 +34,6 @@ MAX_BODY_BYTES = 256 * 1024
 CHANNEL = "teams"
 UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
 UNMAPPED_TEXT = "Your Teams account is not linked to a person here."
-OPEN_STATES = frozenset(s for s in State.values if s not in (State.ANSWERED, State.CONFLICTED))
 
 
 def _unauthorized(reason: str) -> JsonResponse:
@@ -211,16 +210,6 @@ def custom_answer(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
     }, ""
 
 
-def _gated_card(delivery: Delivery) -> tuple[Card, bool]:
-    """The delivery's card as it may cross to Teams (the same restriction gate as the card
-    that was sent), and whether its clarification is still open."""
-    clar = Clarification.objects.select_related("tenant", "source_version__source", "target").get(
-        pk=delivery.clarification_id
-    )
-    card, _ = gated_card(build_card(clar, delivery.nonce, excerpt_for_chat(clar)), clar)
-    return card, clar.state in OPEN_STATES
-
-
 def _digest_siblings(delivery: Delivery) -> list[Delivery]:
     """The questions sent in the same Teams message as this one (a digest), in the order
     they were listed, each clarification once; just this one for a single card."""
@@ -258,16 +247,16 @@ def _refreshed_card(
         return None
     siblings = _digest_siblings(delivery)
     if len(siblings) <= 1:
-        card, _ = _gated_card(delivery)
+        card, _ = card_as_it_stands(delivery)
         return question_card(card, outcome=outcome_text, error=error)
     cards: list[Card] = []
     outcomes: dict[str, str] = {}
     for sibling in siblings:
-        card, open_ = _gated_card(sibling)
+        card, answers = card_as_it_stands(sibling)
         cards.append(card)
         if sibling.pk == delivery.pk:
             outcomes[card.clarification_id] = outcome_text
-        elif not open_ or sibling.nonce_state != NonceState.ACTIVE:
+        elif not answers:
             outcomes[card.clarification_id] = MOVED_ON
     errors = {str(delivery.clarification_id): error} if error else {}
     return digest_card(cards, outcomes=outcomes, errors=errors)
