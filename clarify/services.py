@@ -12,12 +12,17 @@ from typing import Any
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
-from django.db.models import QuerySet
+from django.db.models import FilteredRelation, Q, QuerySet
 
 from telha.common.errors import NotFound
 from telha.common.times import TimeParseError, now_us, parse_us
 from telha.graph.models import EvidenceClass, Node, NodeVersion, SourceVersion
-from telha.graph.services import node_current_version, node_lock_current, node_version_write
+from telha.graph.services import (
+    CurrentVersionMoved,
+    node_current_version,
+    node_lock_current,
+    node_version_write,
+)
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import job_enqueue
 from telha.tenancy.models import Person, Rights, Tenant
@@ -302,10 +307,16 @@ def clarification_answer(
         clarifications = clarifications.filter(readable)
     try:
         # Lock the clarification and its target node in one statement (clarification
-        # first, then node: the order bind() and every other writer of both use); bind()
-        # then only reads the node's current version.
+        # first, then node: the order bind() and every other writer of both use), reading
+        # the target's current version in the same statement for bind().
         clar = (
-            clarifications.select_related("target")
+            clarifications.annotate(
+                target_current=FilteredRelation(
+                    "target__versions", condition=Q(target__versions__tx_to__isnull=True)
+                )
+            )
+            # django-stubs checks select_related against model fields, not annotations
+            .select_related("target", "target_current")  # type: ignore[misc]
             .select_for_update(of=("self", "target"))
             .get(pk=clarification_id)
         )
@@ -388,6 +399,7 @@ def clarification_answer(
             responses=[record.pk],
             events=events,
             target_locked=True,
+            current=clar.target_current,
             before_hooks=lambda v: _write(record, events, outcome=_bound_body(v)),
         )
         return AnswerResult(200, record.outcome, response_id=record.pk)
@@ -459,6 +471,7 @@ def clarification_answer(
         responses=counting,
         events=events,
         target_locked=True,
+        current=clar.target_current,
         before_hooks=lambda v: _write(
             record, events, status=BindingStatus.BOUND, outcome=_bound_body(v)
         ),
@@ -678,6 +691,7 @@ def bind(
     events: list[AuditEvent] | None = None,
     before_hooks: Callable[[NodeVersion], None] | None = None,
     target_locked: bool = False,
+    current: NodeVersion | None = None,
 ) -> NodeVersion:
     """The bitemporal correction: a new version of the target with the answer's interval,
     the extraction confidence restored, no longer pending, `provenance.clarification` set.
@@ -689,27 +703,21 @@ def bind(
     all before the routing job is finished and the BIND_HOOKS run. `before_hooks(version)`
     runs just before that (the answer inserts its response record there).
     `target_locked`: `clar.target` was loaded and locked with the clarification in this
-    transaction (the answer does), so only its current version is read here."""
+    transaction (the answer does), with `current`, its current version as read by that
+    statement (the answer's lock: no further read here unless it moved meanwhile)."""
     # Lock the target, then read its current version (once: handed to the write).
-    if target_locked:
-        node, current = clar.target, node_current_version(clar.target_id)
-    else:
-        node, current = node_lock_current(clar.target_id)
-    if current is None:
-        raise NodeVersion.DoesNotExist("The clarification's target has no current version.")
-    clar.target = node
-    version = node_version_write(
-        node=node,
-        labels=current.labels,
-        properties=current.properties,
-        valid_from=interval[0],
-        valid_to=interval[1],
-        confidence=clar.extraction_confidence,
-        provenance={**current.provenance, "clarification": str(clar.pk)},
-        pending=False,
-        evidence_class=evidence_class,
-        current=current,
-    )
+    if not target_locked:
+        clar.target, current = node_lock_current(clar.target_id)
+    elif current is None:
+        current = node_current_version(clar.target_id)
+    try:
+        version = _bound_version_write(clar, current, interval, evidence_class)
+    except CurrentVersionMoved:
+        # Read before the lock was granted and replaced by its holder (another fact
+        # version write on the same node): the lock is held now, so this read is current.
+        current = node_current_version(clar.target_id)
+        version = _bound_version_write(clar, current, interval, evidence_class)
+    assert current is not None  # _bound_version_write refuses a node without a version
     ClarificationBinding.objects.create(
         clarification=clar,
         node_version=version,
@@ -747,6 +755,30 @@ def bind(
     for hook in BIND_HOOKS:
         hook(clar)
     return version
+
+
+def _bound_version_write(
+    clar: Clarification,
+    current: NodeVersion | None,
+    interval: tuple[int | None, int | None],
+    evidence_class: str,
+) -> NodeVersion:
+    """The target's next version: `current`'s labels and properties with the answer's
+    valid time (bind's correction)."""
+    if current is None:
+        raise NodeVersion.DoesNotExist("The clarification's target has no current version.")
+    return node_version_write(
+        node=clar.target,
+        labels=current.labels,
+        properties=current.properties,
+        valid_from=interval[0],
+        valid_to=interval[1],
+        confidence=clar.extraction_confidence,
+        provenance={**current.provenance, "clarification": str(clar.pk)},
+        pending=False,
+        evidence_class=evidence_class,
+        current=current,
+    )
 
 
 def clarification_jobs_finish(clar: Clarification) -> int:

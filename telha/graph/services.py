@@ -262,9 +262,14 @@ def node_current_version(node_id: Any) -> NodeVersion | None:
 _READ = object()  # node_version_write: lock the node and read its current version itself
 
 
-# No savepoint when nested (two round trips per version): every caller lets a failure
-# propagate, so the enclosing transaction rolls back anyway.
-@transaction.atomic(savepoint=False)
+class CurrentVersionMoved(Exception):
+    """node_version_write was handed a `current` version that is no longer current: it
+    was read in the same statement that locked the node, from the snapshot taken before
+    that statement waited for the lock, and the lock's holder replaced it. Nothing was
+    written; the caller holds the node's lock, so it re-reads the current version
+    (`node_current_version`), derives the new version from it and writes again."""
+
+
 def node_version_write(
     *,
     node: Node,
@@ -281,28 +286,40 @@ def node_version_write(
     """Append a new version of `node`: lock the node, close the current version at the new
     transaction time (strictly after the previous one) and insert the next.
 
-    `current`: the node's current version (or None) as returned by `node_lock_current`
-    earlier in the same transaction, which already holds the node's lock; by default the
-    lock is taken and the current version read here."""
-    if current is _READ:
-        _, current = node_lock_current(node.pk)
-    tx = _next_tx(current)
-    if current is not None:
-        NodeVersion.objects.filter(pk=current.pk).update(tx_to=tx)
-    return NodeVersion.objects.create(
-        node=node,
-        seq=(current.seq + 1) if current is not None else 1,
-        labels=list(labels),
-        properties=dict(properties),
-        search_text=search_text_for(labels, properties),
-        valid_from=valid_from,
-        valid_to=valid_to,
-        tx_from=tx,
-        confidence=confidence,
-        provenance=provenance,
-        pending=pending,
-        evidence_class=evidence_class,
-    )
+    `current`: the node's current version (or None) read while this transaction already
+    held the node's lock (`node_lock_current`), or read in the statement that took the
+    lock (then it may predate a write the lock waited for: `CurrentVersionMoved`); by
+    default the lock is taken and the current version read here."""
+    # No savepoint when nested (two round trips per version): every caller lets a failure
+    # propagate, so the enclosing transaction rolls back anyway. CurrentVersionMoved is
+    # raised after the block, which wrote nothing, so the caller's transaction goes on.
+    with transaction.atomic(savepoint=False):
+        if current is _READ:
+            _, current = node_lock_current(node.pk)
+        tx = _next_tx(current)
+        # Closed only if it is still current: a version read in the statement that waited
+        # for the node's lock comes from before the wait, and the writer that held the
+        # lock may have replaced it.
+        moved = False
+        if current is not None:
+            still_current = NodeVersion.objects.filter(pk=current.pk, tx_to=None)
+            moved = not still_current.update(tx_to=tx)
+        if not moved:
+            return NodeVersion.objects.create(
+                node=node,
+                seq=(current.seq + 1) if current is not None else 1,
+                labels=list(labels),
+                properties=dict(properties),
+                search_text=search_text_for(labels, properties),
+                valid_from=valid_from,
+                valid_to=valid_to,
+                tx_from=tx,
+                confidence=confidence,
+                provenance=provenance,
+                pending=pending,
+                evidence_class=evidence_class,
+            )
+    raise CurrentVersionMoved(node.pk)
 
 
 def node_update(*, node: Node, **changes: Any) -> NodeVersion:
