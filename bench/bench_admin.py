@@ -138,13 +138,13 @@ def _bulk(tenant: Any, people: dict[str, Any]) -> None:
         f"""INSERT INTO clarify_clarification (id, tenant_id, target_id, kind, severity,
               state, candidates, asked, quorum_policy, quorum_state, detector_confidence,
               applied_candidate_confidence, extraction_confidence, source_version_id,
-              span_start, span_end, dedup_key, fact_version_tx, responses_recorded,
+              span_start, span_end, dedup_key, fact_version_tx, responses_recorded, cards_issued,
               created_at, updated_at)
             SELECT {clar}, %(tenant)s, {node}, 'relative_date',
               (%(severities)s::text[])[i %% {len(SEVERITIES)} + 1],
               (%(states)s::text[])[i %% {len(STATES)} + 1],
               %(candidates)s::jsonb, %(asked)s::jsonb, %(policy)s::jsonb, 'not_required',
-              0.81, 0.45, 0.9, %(sv)s, 0, 40, 'bulk-' || i, NULL, 0,
+              0.81, 0.45, 0.9, %(sv)s, 0, 40, 'bulk-' || i, NULL, 0, false,
               now() - make_interval(mins => (%(n)s - i)::int), now() {series}""",
         f"""INSERT INTO clarify_auditevent (tenant_id, clarification_id, at, type, detail)
             SELECT %(tenant)s, {clar}, %(tx)s, 'opened',

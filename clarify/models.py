@@ -129,6 +129,9 @@ class Clarification(models.Model):
     # Written with every response under the clarification's lock: the latest response's
     # seq (0: none yet), so a first answer need not read the responses.
     responses_recorded = models.PositiveIntegerField(default=0)
+    # Set under the clarification's lock with its first card (delivery.worker): until then
+    # no nonce exists, so binding has none to close.
+    cards_issued = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

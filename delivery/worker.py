@@ -125,13 +125,13 @@ def _delivery_record(
     `ClarificationClosed`, a superseded lease `LeaseLost`, and an existing row whose nonce
     is no longer active `CardWithdrawn`."""
     with transaction.atomic():
-        state = (
+        state, cards_issued = (
             Clarification.objects.select_for_update()
             .filter(pk=clar.pk)
-            .values_list("state", flat=True)
+            .values_list("state", "cards_issued")
             .first()
-        )
-        if state in (State.ANSWERED, State.CONFLICTED):
+        ) or ("deleted", False)
+        if state in (State.ANSWERED, State.CONFLICTED, "deleted"):
             raise ClarificationClosed(str(state))
         if not Job.objects.filter(
             pk=lease.job.pk, lease_token=lease.token, status=JobStatus.LEASED
@@ -150,6 +150,8 @@ def _delivery_record(
                 "nonce": _new_nonce(),
             },
         )
+        if not cards_issued:
+            Clarification.objects.filter(pk=clar.pk).update(cards_issued=True)
     if delivery.nonce_state != NonceState.ACTIVE:
         raise CardWithdrawn(delivery)
     return delivery
@@ -579,7 +581,12 @@ def _extend_attempts(lease: Lease) -> None:
 
 
 def close_nonces(clar: Clarification) -> None:
-    """A terminal clarification's cards can no longer bind: late taps get "moved on"."""
+    """A terminal clarification's cards can no longer bind: late taps get "moved on".
+
+    `clar` is locked (bind's caller holds its row): its `cards_issued` is the one cards
+    are created under, so when it is unset there is no nonce to close."""
+    if not clar.cards_issued:
+        return
     Delivery.objects.filter(clarification=clar, nonce_state=NonceState.ACTIVE).update(
         nonce_state=NonceState.CLOSED
     )

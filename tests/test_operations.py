@@ -280,6 +280,13 @@ def corrupt_active_nonce_on_answered(ids: SimpleNamespace) -> dict[str, list[str
     }
 
 
+def corrupt_cards_not_recorded(ids: SimpleNamespace) -> dict[str, list[str]]:
+    """Binding closes nonces only where the clarification records a card."""
+    assert Delivery.objects.filter(clarification_id=ids.bound).exists()
+    Clarification.objects.filter(pk=ids.bound).update(cards_issued=False)
+    return {"nonces": [f"clarification {ids.bound} has cards but does not record that it has"]}
+
+
 def corrupt_response_count(ids: SimpleNamespace) -> dict[str, list[str]]:
     """An answer reads a clarification's responses only when it counts some."""
     latest = ResponseRecord.objects.filter(clarification_id=ids.partial).order_by("-seq")[0].seq
@@ -298,6 +305,7 @@ CORRUPTIONS = [
     corrupt_job_attempts,
     corrupt_dead_job_of_a_live_clarification,
     corrupt_active_nonce_on_answered,
+    corrupt_cards_not_recorded,
     corrupt_response_count,
 ]
 

@@ -1,12 +1,16 @@
 """The delivery worker: severity behaviour, the nonce lifecycle, card actions, delivery
 failure, and jobs of answered or conflicted clarifications."""
 
+import importlib
 from datetime import timedelta
 
 import pytest
+from django.apps import apps
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from clarify.models import AuditEvent, BindingStatus, ResponseRecord, State
+from clarify.models import AuditEvent, BindingStatus, Clarification, ResponseRecord, State
 from delivery.actions import ANSWERED, DROPPED, MOVED, card_action_process
 from delivery.cards import MOVED_ON
 from delivery.models import Delivery, DeliveryStatus, NonceState
@@ -468,3 +472,39 @@ def test_a_digest_lists_only_the_questions_still_open(submit, channel, people, c
     assert [c.clarification_id for c in cards] == [str(b.pk)]
     assert [deliveries(q)[0].status for q in (a, b)] == [DeliveryStatus.SENT] * 2
     assert "delivered" not in event_types(a)
+
+
+# --- cards_issued: binding closes nonces only where a card was issued ----------------------
+
+
+def test_the_first_card_marks_its_clarification_as_having_cards(submit, channel):
+    clar = submit()
+    assert not clar.cards_issued
+    run_worker()
+    assert len(deliveries(clar)) == 1
+    clar.refresh_from_db()
+    assert clar.cards_issued
+
+
+def test_binding_without_a_card_runs_no_delivery_statement(submit, person_client):
+    clar = submit()  # its routing job never ran: no card, no nonce
+    with CaptureQueriesContext(connection) as captured:
+        assert answer_api(person_client("sam"), clar, 1).status_code == 200
+    assert not [q["sql"] for q in captured.captured_queries if "delivery_delivery" in q["sql"]]
+    clar.refresh_from_db()
+    assert (clar.state, clar.cards_issued) == (State.ANSWERED, False)
+    assert job_of(clar).status == JobStatus.DONE
+
+
+def test_the_migration_marks_clarifications_that_have_cards(submit, channel):
+    carded = submit()
+    run_worker()
+    uncarded = submit(external_id="contracts/other.docx")
+    Clarification.objects.update(cards_issued=False)
+    migration = importlib.import_module("delivery.migrations.0005_clarification_cards_issued")
+    migration.mark_issued(apps, None)
+    assert list(
+        Clarification.objects.filter(pk__in=[carded.pk, uncarded.pk])
+        .order_by("created_at")
+        .values_list("cards_issued", flat=True)
+    ) == [True, False]
