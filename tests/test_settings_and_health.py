@@ -23,7 +23,7 @@ if not Path(PYTHON).exists():  # e.g. run from an installed environment
 
 # Variables that would leak the test run's configuration into a child process.
 _SCRUB = {"DJANGO_SETTINGS_MODULE", "SECRET_KEY", "DEBUG", "DATABASE_URL", "ALLOWED_HOSTS"}
-_SCRUB |= {k for k in os.environ if k.startswith(("SECURE_", "SESSION_", "CSRF_"))}
+_SCRUB |= {k for k in os.environ if k.startswith(("SECURE_", "SESSION_", "CSRF_", "DB_PREPARE"))}
 
 
 def run(args: list[str], **env: str) -> subprocess.CompletedProcess:
@@ -255,3 +255,46 @@ def test_interactive_docs_load_only_local_static_assets(client, db):
         assert asset.startswith("/static/"), asset
         assert finders.find(asset.removeprefix("/static/")), f"{asset} is not a static file"
     assert "cdn.jsdelivr" not in page and "unpkg.com" not in page
+
+
+# --- PostgreSQL: prepared statements ---
+
+PG_OPTIONS_PROBE = (
+    "import json, django; django.setup(); from django.conf import settings; "
+    "print(json.dumps(settings.DATABASES['default'].get('OPTIONS', {})))"
+)
+
+
+@pytest.mark.parametrize(
+    ("env", "expected"),
+    [
+        ({}, {"server_side_binding": True, "prepare_threshold": 5}),
+        ({"DB_PREPARE_THRESHOLD": "1"}, {"server_side_binding": True, "prepare_threshold": 1}),
+        ({"DB_PREPARED_STATEMENTS": "0"}, {}),
+    ],
+)
+def test_postgresql_connections_prepare_repeated_statements_unless_switched_off(env, expected):
+    result = run(
+        [PYTHON, "-c", PG_OPTIONS_PROBE],
+        DJANGO_SETTINGS_MODULE="telha.settings",
+        DEBUG="1",
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/not_connected",
+        **env,
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout) == expected
+
+
+@pytest.mark.django_db
+def test_a_statement_repeated_on_a_postgresql_connection_is_prepared():
+    if connection.vendor != "postgresql":
+        pytest.skip("PostgreSQL-only settings")
+    threshold = connection.settings_dict["OPTIONS"]["prepare_threshold"]
+    with connection.cursor() as c:
+        for _ in range(threshold + 1):
+            c.execute("SELECT count(*) FROM tenancy_tenant WHERE slug = %s", ["none"])
+        c.execute(
+            "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s",
+            ["%FROM tenancy_tenant WHERE slug = $1%"],
+        )
+        assert c.fetchone()[0] == 1
