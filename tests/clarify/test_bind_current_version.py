@@ -9,7 +9,6 @@ moved-version path itself is also driven directly, on any database."""
 
 import itertools
 import threading
-import traceback
 from typing import Any
 
 import pytest
@@ -18,12 +17,12 @@ from django.db import connection, transaction
 from clarify import services
 from clarify.integrity import check_versions
 from clarify.models import Clarification, ClarificationBinding, State
-from clarify.services import AnswerCaller, AnswerInput, bind, clarification_answer
+from clarify.services import bind
 from telha.graph.models import EvidenceClass, NodeVersion
 from telha.graph.services import CurrentVersionMoved, node_update, node_version_write
 
 from .conftest import C1, C2, build_submission, versions_of
-from .test_races import ROUNDS, _connect
+from .test_races import ROUNDS, _race
 
 
 def _fact_with_two_clarifications(ingest_client, external_id: str) -> list[Clarification]:
@@ -92,36 +91,6 @@ def test_bind_handed_a_moved_version_corrects_the_current_one(submit):
     assert list(check_versions()) == []
 
 
-def _answer_at_once(plan: list[tuple[Clarification, int, Any]]) -> list[Any]:
-    """Each (clarification, answer index, editor) answered by its own thread, at once:
-    `(status, outcome)` per answer, in plan order."""
-    barrier = threading.Barrier(len(plan))
-    outcomes: list[Any] = [None] * len(plan)
-
-    def work(slot: int, clar: Clarification, index: int, person: Any) -> None:
-        try:
-            _connect()
-            barrier.wait(timeout=60)
-            result = clarification_answer(
-                caller=AnswerCaller(tenant=clar.tenant, clarify_service=True),
-                clarification_id=clar.pk,
-                answer=AnswerInput(answer_index=index, responder=person.pk, rights="editor"),
-            )
-            outcomes[slot] = (result.status, result.body["outcome"])
-        except BaseException:
-            outcomes[slot] = ("error", traceback.format_exc())
-        finally:
-            connection.close()
-
-    threads = [threading.Thread(target=work, args=(i, *p)) for i, p in enumerate(plan)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(timeout=120)
-    assert not any(t.is_alive() for t in threads), "a racer hung"
-    return outcomes
-
-
 @pytest.mark.postgres
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="row-lock races need PostgreSQL")
@@ -149,8 +118,9 @@ def test_two_clarifications_of_one_fact_bound_at_once_chain_its_versions(
         clars = _fact_with_two_clarifications(ingest_client, f"one-fact/{round_no}")
         ingested = len(versions_of(clars[0].target_id))  # each submission wrote one
         plan = [(clars[0], 1, people["alice"]), (clars[1], 2, people["bob"])]
-        outcomes = _answer_at_once(plan)
-        assert outcomes == [(200, "bound"), (200, "bound")], f"round {round_no}: {outcomes}"
+        outcomes = _race(clars[0].tenant, [(c.pk, person, i) for c, i, person in plan])
+        assert [o[:2] for o in outcomes] == [("answered", 200)] * 2, f"round {round_no}: {outcomes}"
+        assert [o[2]["outcome"] for o in outcomes] == ["bound", "bound"]
 
         versions = versions_of(clars[0].target_id)
         assert [v.seq for v in versions] == list(range(1, ingested + 3))

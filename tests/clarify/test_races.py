@@ -60,12 +60,14 @@ def _connect(attempts: int = 60) -> None:
             time.sleep(0.5)
 
 
-def _race(tenant, clar_id, plan):
-    """Run `plan` [(person, index)] at once; one outcome per thread, in plan order."""
+def _race(tenant, plan):
+    """Run `plan` [(clarification id, person, index)] at once: each person answers that
+    clarification with that candidate, as the clarify service asserting editor rights. One
+    outcome per thread, in plan order."""
     barrier = threading.Barrier(len(plan))
     outcomes: list[Any] = [None] * len(plan)
 
-    def work(slot: int, person: Any, index: int) -> None:
+    def work(slot: int, clar_id: Any, person: Any, index: int) -> None:
         try:
             _connect()
             barrier.wait(timeout=60)
@@ -83,8 +85,7 @@ def _race(tenant, clar_id, plan):
             connection.close()
 
     threads = [
-        threading.Thread(target=work, args=(slot, person, index))
-        for slot, (person, index) in enumerate(plan)
+        threading.Thread(target=work, args=(slot, *entry)) for slot, entry in enumerate(plan)
     ]
     for t in threads:
         t.start()
@@ -161,7 +162,7 @@ def _check_race(scenario, clar, racers):
     plan = [(person, pick(i)) for i, person in enumerate(racers)]
     interval_of = {person.pk: _interval(index) for person, index in plan}
 
-    outcomes = _race(clar.tenant, clar.pk, plan)
+    outcomes = _race(clar.tenant, [(clar.pk, person, index) for person, index in plan])
 
     errors = [o[1] for o in outcomes if o[0] == "error"]
     assert not errors, errors[0]
