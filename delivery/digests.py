@@ -3,8 +3,13 @@ one message listing them once the digest window has passed.
 
 At send time every item passes the ACL floor check again (the person may have lost read
 access while it waited): an item that fails is dropped — its nonce revoked, a `skipped`
-event with the reason code. On chat channels each remaining card passes the delivery
-gate; a blocked one becomes the teaser and a `restricted_content_blocked` event."""
+event with the reason code — and, as for any skipped candidate, its routing job moves on
+to the next candidate at once instead of waiting out the escalation window. On chat
+channels each remaining card passes the delivery gate; a blocked one becomes the teaser
+and a `restricted_content_blocked` event.
+
+Locks: a person's clarifications first, then their deliveries — the order of the answer
+(which locks the clarification, then closes its cards' nonces) and of the worker."""
 
 from datetime import timedelta
 from typing import Any
@@ -13,9 +18,11 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from clarify.models import State
+from clarify.models import Clarification, State
 from clarify.policy import policy_for
-from clarify.services import audit_event_append
+from clarify.services import CLARIFY_JOB_KIND, audit_event_append
+from telha.jobs import dispatch
+from telha.jobs.services import job_attempt_skip
 from telha.tenancy.selectors import aliases_for
 
 from .cards import Card, build_card
@@ -38,9 +45,16 @@ def digests_flush(*, now: Any = None) -> int:
     sent = 0
     for person_id in due_people:
         with transaction.atomic():
+            mine = queued.filter(person_id=person_id)
+            locked = list(
+                Clarification.objects.select_for_update()
+                .filter(pk__in=mine.values("clarification_id"))
+                .order_by("pk")
+                .values_list("pk", flat=True)
+            )
             items = list(
-                queued.select_for_update(of=("self",))
-                .filter(person_id=person_id)
+                mine.select_for_update(of=("self",))
+                .filter(clarification_id__in=locked)
                 .select_related(
                     "person__user", "clarification__source_version__source", "clarification__tenant"
                 )
@@ -109,7 +123,8 @@ def digests_flush(*, now: Any = None) -> int:
 def _readable(items: list[Delivery]) -> list[Delivery]:
     """The items whose recipient still passes the ACL floor check; the others are dropped:
     nonce revoked (the card can no longer be answered or shown in the inbox), status
-    failed, and a `skipped` event with the reason code."""
+    failed, a `skipped` event with the reason code, and the routing job moved on to its
+    next candidate now (`job_attempt_skip`) if it still waits on this one."""
     kept = []
     for d in items:
         reason = floor_check(d.clarification, [d.person]).get(d.person.pk)
@@ -130,6 +145,10 @@ def _readable(items: list[Delivery]) -> list[Delivery]:
                 "digest": True,
             },
         )
+        if d.job_id is not None and job_attempt_skip(
+            job_id=d.job_id, attempt=d.attempt, reason=reason, detail="dropped from the digest"
+        ):
+            transaction.on_commit(lambda: dispatch.kick(CLARIFY_JOB_KIND))
     return kept
 
 

@@ -364,6 +364,43 @@ def jobs_sweep() -> dict[str, Any]:
 
 
 @transaction.atomic
+def job_attempt_skip(*, job_id: Any, attempt: int, reason: str, detail: str = "") -> bool:
+    """The candidate of `attempt` turned out not askable after all (e.g. a digest item
+    dropped at send because they lost read access): like an in-lease skip, it burns no
+    escalation window, so the next attempt becomes leasable at once. `reason` is a skip
+    reason code (SKIP_REASONS).
+
+    - Still leased at that attempt (its lease not yet run out): failed with `reason`,
+      exactly as the worker would have (`attempts + 1`, pending now; dead when that was
+      the last attempt).
+    - Already reaped into that attempt's window (`attempts` = attempt + 1, pending,
+      `LEASE_EXPIRED`): runnable now, its `last_error` the skip (so no "window expired").
+    - Anything else (moved on, finished, or another transaction holds the row — a lease
+      starting the next attempt anyway): left alone.
+
+    Returns whether the job moved. The row is locked with SKIP LOCKED, never waited for:
+    callers hold clarification and delivery locks, which leasing takes after the job's."""
+    if reason not in SKIP_REASONS:
+        raise ValueError(f"job_attempt_skip: {reason!r} is not a skip reason code")
+    job = Job.objects.select_for_update(skip_locked=True).filter(pk=job_id).first()
+    if job is None:
+        return False
+    if job.status == JobStatus.LEASED and job.attempts == attempt:
+        _retry_or_bury(job, retryable=True, reason=reason, detail=detail)
+        return True
+    if (
+        job.status == JobStatus.PENDING
+        and job.attempts == attempt + 1
+        and job.last_error.startswith("LEASE_EXPIRED")
+    ):
+        Job.objects.filter(pk=job.pk).update(
+            run_after=Now(), last_error=f"{reason}: {detail}".strip(": ")[:2000], updated_at=Now()
+        )
+        return True
+    return False
+
+
+@transaction.atomic
 def job_advance(
     *, tenant: Tenant | None, job_id: Any, token: Any, audience: AudienceArg = Fence.OFF
 ) -> Job:
