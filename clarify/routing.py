@@ -7,6 +7,7 @@ from django.conf import settings
 
 from telha.jobs.models import Job
 from telha.jobs.policies import SKIP_REASONS, KindPolicy, register_kind
+from telha.jobs.services import LEASE_EXPIRED
 
 from .models import AuditEvent, Clarification, State
 from .services import CLARIFY_JOB_KIND, audit_event_append
@@ -104,7 +105,7 @@ def on_retry(job: Job) -> None:
 def on_attempt_start(job: Job) -> None:
     """The next attempt starts: the previous window's end is recorded if the sweep has not
     done it yet, and an expired clarification is open again."""
-    if job.attempts > 0 and job.last_error.startswith("LEASE_EXPIRED"):
+    if job.attempts > 0 and job.last_error.startswith(LEASE_EXPIRED):
         on_window_expired(job)
     clar = _clarification(job)
     if clar is None or clar.state != State.EXPIRED:

@@ -125,7 +125,7 @@ def _readable(items: list[Delivery]) -> list[Delivery]:
     nonce revoked (the card can no longer be answered or shown in the inbox), status
     failed, a `skipped` event with the reason code, and the routing job moved on to its
     next candidate now (`job_attempt_skip`) if it still waits on this one."""
-    kept = []
+    kept, moved = [], False
     for d in items:
         reason = floor_check(d.clarification, [d.person]).get(d.person.pk)
         if reason is None:
@@ -148,7 +148,9 @@ def _readable(items: list[Delivery]) -> list[Delivery]:
         if d.job_id is not None and job_attempt_skip(
             job_id=d.job_id, attempt=d.attempt, reason=reason, detail="dropped from the digest"
         ):
-            transaction.on_commit(lambda: dispatch.kick(CLARIFY_JOB_KIND))
+            moved = True
+    if moved:  # one wake-up for however many jobs moved
+        transaction.on_commit(lambda: dispatch.kick(CLARIFY_JOB_KIND))
     return kept
 
 

@@ -29,6 +29,9 @@ from .models import Job, JobStatus
 from .policies import SKIP_REASONS, backoff_seconds, policy_for_kind, registered_kinds
 
 MAX_LEASE_SECONDS = 3600
+# The reaper's reason: a job whose `last_error` starts with it is waiting out its backoff
+# (for clarify:temporal, the escalation window) after its lease ran out.
+LEASE_EXPIRED = "LEASE_EXPIRED"
 MAX_BATCH = 100
 
 
@@ -280,7 +283,7 @@ def job_fail(
 def _retry_or_bury(job: Job, *, retryable: bool, reason: str, detail: str) -> None:
     policy = policy_for_kind(job.kind)
     job.attempts += 1
-    job.last_error = f"{reason}: {detail}".strip(": ")[:2000]
+    job.last_error = _error_text(reason, detail)
     job.lease_token = None
     job.lease_expires_at = None
     job.lease_holder = ""
@@ -298,6 +301,10 @@ def _retry_or_bury(job: Job, *, retryable: bool, reason: str, detail: str) -> No
         policy.on_retry(job)
 
 
+def _error_text(reason: str, detail: str) -> str:
+    return f"{reason}: {detail}".strip(": ")[:2000]
+
+
 def jobs_reap(*, limit: int = 500) -> int:
     """Expired leases go back to pending with `attempts + 1` after the kind's backoff (the
     escalation window for clarify:temporal), or to dead once attempts are exhausted."""
@@ -312,7 +319,7 @@ def jobs_reap(*, limit: int = 500) -> int:
                 policy = policy_for_kind(job.kind)
                 if policy.on_expired is not None:
                     policy.on_expired(job)
-                _retry_or_bury(job, retryable=True, reason="LEASE_EXPIRED", detail=job.lease_holder)
+                _retry_or_bury(job, retryable=True, reason=LEASE_EXPIRED, detail=job.lease_holder)
         reaped += len(batch)
         if len(batch) < limit:
             return reaped
@@ -331,7 +338,7 @@ def jobs_windows_ended() -> int:
             status=JobStatus.PENDING,
             attempts__gt=0,
             run_after__lte=Now(),
-            last_error__startswith="LEASE_EXPIRED",
+            last_error__startswith=LEASE_EXPIRED,
         )
         for job in waiting.iterator():
             with transaction.atomic():
@@ -391,10 +398,10 @@ def job_attempt_skip(*, job_id: Any, attempt: int, reason: str, detail: str = ""
     if (
         job.status == JobStatus.PENDING
         and job.attempts == attempt + 1
-        and job.last_error.startswith("LEASE_EXPIRED")
+        and job.last_error.startswith(LEASE_EXPIRED)
     ):
         Job.objects.filter(pk=job.pk).update(
-            run_after=Now(), last_error=f"{reason}: {detail}".strip(": ")[:2000], updated_at=Now()
+            run_after=Now(), last_error=_error_text(reason, detail), updated_at=Now()
         )
         return True
     return False
