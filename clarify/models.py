@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from django.db import models
 
+from telha.common.rows import rows_insert
 from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.tenancy.models import Rights, Tenant
 
@@ -231,6 +232,12 @@ class AuditEventQuerySet(models.QuerySet[_Event]):
         created = super().bulk_create(objs, *args, **kwargs)
         _log_appended(created)
         return created
+
+    def append(self, events: list[_Event]) -> None:
+        """Insert `events` in one statement with its SQL built once (telha.common.rows:
+        the answer's audit trail, on every answer) and log them, like bulk_create."""
+        rows_insert(events)
+        _log_appended(events)
 
 
 class AuditEvent(models.Model):

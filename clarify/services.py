@@ -4,27 +4,29 @@ Every state change runs in one transaction under a row lock on the clarification
 its audit events, and schedules side effects with `transaction.on_commit`.
 """
 
+import functools
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import transaction
-from django.db.models import FilteredRelation, Q, QuerySet
+from django.db import connections, router, transaction
 
 from telha.common.errors import NotFound
+from telha.common.rows import row_columns, row_insert, row_update
 from telha.common.times import TimeParseError, now_us, parse_us
 from telha.graph.models import EvidenceClass, Node, NodeVersion, SourceVersion
+from telha.graph.selectors import source_readable_sql
 from telha.graph.services import (
     CurrentVersionMoved,
     node_current_version,
     node_lock_current,
     node_version_write,
 )
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_enqueue
+from telha.jobs.services import job_enqueue, jobs_finish_for_subject
+from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person, Rights, Tenant
 
 from .errors import (
@@ -282,7 +284,11 @@ def _outcome_ordered(stored: dict[str, Any]) -> dict[str, Any]:
 
 @transaction.atomic
 def clarification_answer(
-    *, caller: AnswerCaller, clarification_id: Any, answer: AnswerInput, readable: Any = None
+    *,
+    caller: AnswerCaller,
+    clarification_id: Any,
+    answer: AnswerInput,
+    readable_by: Caller | None = None,
 ) -> AnswerResult:
     """The answer endpoint's outcome matrix (CONTRACT §3.2), in the architecture page's
     order: trust → normalise → idempotent replay → steward-override check (before the
@@ -296,32 +302,11 @@ def clarification_answer(
     clarification leaves the needs-attention set. Without such conflicts it is
     `409 CLARIFY_ALREADY_ANSWERED`, like any agreeing late answer.
 
-    `readable` optionally restricts which clarifications the caller may see (a filter on
-    `Clarification`, e.g. clarify.selectors.readable_clarification_q, or a queryset of
-    them); others are 404 like a missing one."""
+    `readable_by` optionally restricts the answer to the clarifications that caller may
+    read (clarify.selectors.readable_clarification_q); others are 404 like a missing
+    one."""
     person, rights = _resolve_responder(caller, answer)
-    clarifications = Clarification.objects.filter(tenant=caller.tenant)
-    if isinstance(readable, QuerySet):
-        clarifications = clarifications.filter(pk__in=readable.values("pk"))
-    elif readable is not None:
-        clarifications = clarifications.filter(readable)
-    try:
-        # Lock the clarification and its target node in one statement (clarification
-        # first, then node: the order bind() and every other writer of both use), reading
-        # the target's current version in the same statement for bind().
-        clar = (
-            clarifications.annotate(
-                target_current=FilteredRelation(
-                    "target__versions", condition=Q(target__versions__tx_to__isnull=True)
-                )
-            )
-            # django-stubs checks select_related against model fields, not annotations
-            .select_related("target", "target_current")  # type: ignore[misc]
-            .select_for_update(of=("self", "target"))
-            .get(pk=clarification_id)
-        )
-    except (Clarification.DoesNotExist, ValidationError, ValueError, TypeError) as exc:
-        raise NotFound("No such clarification.") from exc
+    clar, current = clarification_lock(caller.tenant, clarification_id, readable_by)
     clar.tenant = caller.tenant  # the same row (filtered above); saves a query per event
     interval = normalise_answer(clar, answer)
     override = bool(answer.steward_override)
@@ -399,7 +384,7 @@ def clarification_answer(
             responses=[record.pk],
             events=events,
             target_locked=True,
-            current=clar.target_current,
+            current=current,
             before_hooks=lambda v: _write(record, events, outcome=_bound_body(v)),
         )
         return AnswerResult(200, record.outcome, response_id=record.pk)
@@ -471,12 +456,90 @@ def clarification_answer(
         responses=counting,
         events=events,
         target_locked=True,
-        current=clar.target_current,
+        current=current,
         before_hooks=lambda v: _write(
             record, events, status=BindingStatus.BOUND, outcome=_bound_body(v)
         ),
     )
     return AnswerResult(200, record.outcome, response_id=record.pk)
+
+
+def clarification_lock(
+    tenant: Tenant, clarification_id: Any, readable_by: Caller | None
+) -> tuple[Clarification, NodeVersion | None]:
+    """The clarification to answer, locked with its target node in one statement
+    (clarification first, then node: the order bind() and every other writer of both
+    use), with the target's current version read by the same statement for bind()
+    (None if it has none). 404 unless it is the tenant's and, with
+    `readable_by`, readable by that caller (readable_clarification_q).
+
+    Hand-written SQL (its column lists built once, `row_columns`): the same statement
+    from the ORM — FilteredRelation, two select_related, select_for_update(of=…) —
+    cost 1.4 ms of CPU to compile per answer, ten times what running it does."""
+    connection = connections[router.db_for_write(Clarification)]
+    try:
+        pk = Clarification._meta.pk.to_python(clarification_id)
+    except ValidationError as exc:
+        raise NotFound("No such clarification.") from exc
+    if pk is None:
+        raise NotFound("No such clarification.")
+    sql, columns = _lock_statement(connection.alias)
+    tenant_key = Clarification._meta.get_field("tenant").target_field
+    params = [
+        tenant_key.get_db_prep_value(tenant.pk, connection),
+        Clarification._meta.pk.get_db_prep_value(pk, connection),
+    ]
+    if readable_by is not None and not readable_by.sees_whole_tenant:
+        acl, acl_params = source_readable_sql(readable_by.user, columns["source"], connection)
+        sql += f" AND {acl}"
+        params += acl_params
+    if connection.features.has_select_for_update_of:
+        sql += f" FOR UPDATE OF {columns['lock']}"
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        raise NotFound("No such clarification.")
+    clar_cols = row_columns(Clarification, Clarification._meta.db_table, connection.alias)
+    node_cols = row_columns(Node, Node._meta.db_table, connection.alias)
+    version_cols = row_columns(NodeVersion, "target_current", connection.alias)
+    a, b = clar_cols.width, clar_cols.width + node_cols.width
+    clar = cast(Clarification, clar_cols.instance(row[:a]))
+    clar.target = cast(Node, node_cols.instance(row[a:b]))
+    return clar, cast(NodeVersion | None, version_cols.instance(row[b:]))
+
+
+@functools.cache
+def _lock_statement(alias: str) -> tuple[str, dict[str, str]]:
+    """`clarification_lock`'s statement up to its ACL condition and lock clause."""
+    q = connections[alias].ops.quote_name
+    clar, node, version = Clarification._meta, Node._meta, NodeVersion._meta
+
+    def col(meta: Any, table: str, name: str) -> str:
+        return f"{q(table)}.{q(meta.get_field(name).column)}"
+
+    columns = ", ".join(
+        row_columns(model, table, alias).sql
+        for model, table in (
+            (Clarification, clar.db_table),
+            (Node, node.db_table),
+            (NodeVersion, "target_current"),
+        )
+    )
+    sql = (
+        f"SELECT {columns} FROM {q(clar.db_table)}"
+        f" INNER JOIN {q(node.db_table)}"
+        f" ON ({col(clar, clar.db_table, 'target')} = {col(node, node.db_table, 'id')})"
+        f" LEFT OUTER JOIN {q(version.db_table)} {q('target_current')}"
+        f" ON ({col(node, node.db_table, 'id')} = {col(version, 'target_current', 'node')}"
+        f" AND {col(version, 'target_current', 'tx_to')} IS NULL)"
+        f" WHERE {col(clar, clar.db_table, 'tenant')} = %s"
+        f" AND {col(clar, clar.db_table, 'id')} = %s"
+    )
+    return sql, {
+        "source": col(node, node.db_table, "source"),
+        "lock": f"{q(clar.db_table)}, {q(node.db_table)}",
+    }
 
 
 def _binding_upheld(
@@ -528,7 +591,7 @@ def _write(
     200 `outcome` body of a binding, when given) and its audit events, in order."""
     if outcome is not None:
         _set_outcome(record, status or record.binding_status, 200, outcome)
-    ResponseRecord.objects.bulk_create([record])
+    row_insert(record)
     _events_write(events)
 
 
@@ -536,7 +599,7 @@ def _events_write(events: list[AuditEvent]) -> None:
     """Insert buffered audit events in one statement, in the order they were appended
     (ids ascend with it, so `(at, id)` orders them as separate inserts would)."""
     if events:
-        AuditEvent.objects.bulk_create(events)
+        AuditEvent.objects.append(events)
         events.clear()
 
 
@@ -645,16 +708,11 @@ def _quorum(events: list[AuditEvent] | None, clar: Clarification, state: str, at
         clar.quorum_state = state
 
 
+_ANSWER_FIELDS = ("state", "quorum_state", "fact_version_tx", "responses_recorded", "updated_at")
+
+
 def _save(clar: Clarification) -> None:
-    clar.save(
-        update_fields=[
-            "state",
-            "quorum_state",
-            "fact_version_tx",
-            "responses_recorded",
-            "updated_at",
-        ]
-    )
+    row_update(clar, _ANSWER_FIELDS)
 
 
 # ---------------------------------------------------------------------------------------
@@ -718,11 +776,13 @@ def bind(
         current = node_current_version(clar.target_id)
         version = _bound_version_write(clar, current, interval, evidence_class)
     assert current is not None  # _bound_version_write refuses a node without a version
-    ClarificationBinding.objects.create(
-        clarification=clar,
-        node_version=version,
-        evidence_class=evidence_class,
-        bound_tx=version.tx_from,
+    row_insert(
+        ClarificationBinding(
+            clarification=clar,
+            node_version=version,
+            evidence_class=evidence_class,
+            bound_tx=version.tx_from,
+        )
     )
     fanout = bind_fanout(before=current, after=version)
     if fanout["reembed"]:
@@ -788,21 +848,6 @@ def clarification_jobs_finish(clar: Clarification) -> int:
     not waited for: leasing and reaping lock the job first and then the clarification
     (`on_lease` / `on_dead` hooks), so waiting here deadlocked. That transaction finds the
     clarification answered once it gets the lock, and the worker completes such a job."""
-    # One statement: UPDATE … WHERE id IN (SELECT id … FOR UPDATE SKIP LOCKED). SQLite
-    # has no row locks (one writer at a time): there the subquery is a plain SELECT.
-    free = (
-        Job.objects.filter(
-            kind=CLARIFY_JOB_KIND,
-            subject=str(clar.pk),
-            status__in=[JobStatus.PENDING, JobStatus.LEASED],
-        )
-        .order_by()
-        .select_for_update(skip_locked=True)
-        .values("pk")
-    )
-    return Job.objects.filter(pk__in=free).update(
-        status=JobStatus.DONE,
-        lease_token=None,
-        lease_expires_at=None,
-        last_error="clarification answered",
+    return jobs_finish_for_subject(
+        kind=CLARIFY_JOB_KIND, subject=str(clar.pk), reason="clarification answered"
     )

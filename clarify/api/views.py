@@ -14,7 +14,7 @@ from telha.tenancy.auth import Caller
 from telha.tenancy.models import Audience
 
 from ..models import Clarification, Severity, State
-from ..selectors import readable_clarification_q, readable_clarifications
+from ..selectors import readable_clarifications
 from ..services import AnswerCaller, AnswerInput, clarification_answer
 from .serializers import (
     AnswerInSerializer,
@@ -167,6 +167,6 @@ class ClarificationAnswerView(APIView):
             caller=answer_caller_for(caller),
             clarification_id=clarification_id,
             answer=answer_input_from(request.data),
-            readable=readable_clarification_q(caller),
+            readable_by=caller,
         )
         return Response(result.body, status=result.status)

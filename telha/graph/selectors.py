@@ -77,8 +77,20 @@ class SourceReadable(Expression):
 
     def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
         source_sql, source_params = compiler.compile(self.source)
+        return self.sql_on(source_sql, source_params, self.user_id, self.permission_id, connection)
+
+    @classmethod
+    def sql_on(
+        cls,
+        source_sql: str,
+        source_params: list[Any],
+        user_id: int,
+        permission_id: int,
+        connection: Any,
+    ) -> tuple[str, list[Any]]:
+        """The condition on a source id given as SQL (`source_sql`, `source_params`)."""
         q = connection.ops.quote_name
-        sql = self.template.format(
+        sql = cls.template.format(
             user_perms=q(SourceUserObjectPermission._meta.db_table),
             group_perms=q(SourceGroupObjectPermission._meta.db_table),
             memberships=q(User.groups.through._meta.db_table),
@@ -90,11 +102,11 @@ class SourceReadable(Expression):
         )
         params = [
             *source_params,
-            self.user_id,
-            self.permission_id,
+            user_id,
+            permission_id,
             *source_params,
-            self.permission_id,
-            self.user_id,
+            permission_id,
+            user_id,
         ]
         return sql, params
 
@@ -115,6 +127,18 @@ def source_readable_q(user: Any, *, source: str = "pk") -> Q:
     if user.is_superuser:  # every source (an empty Q() would vanish from an OR)
         return Q(pk__isnull=False) if source == "pk" else Q(**{f"{source}__isnull": False})
     return Q(SourceReadable(source, user.pk, view_source_permission_id()))
+
+
+def source_readable_sql(user: Any, source_sql: str, connection: Any) -> tuple[str, list[Any]]:
+    """`source_readable_q` as an SQL condition on a source id column given as SQL, for
+    hand-written statements (clarify.services locks the answered clarification in one):
+    nothing for no user or an inactive one, every source for a superuser, else the same
+    `EXISTS … OR EXISTS …` (`SourceReadable`)."""
+    if user is None or not user.is_active:
+        return "1 = 0", []
+    if user.is_superuser:
+        return f"{source_sql} IS NOT NULL", []
+    return SourceReadable.sql_on(source_sql, [], user.pk, view_source_permission_id(), connection)
 
 
 def readable_sources(caller: Caller) -> QuerySet[Source]:

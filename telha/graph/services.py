@@ -7,6 +7,7 @@ from django.db import transaction
 from django.db.models import Q, Value
 from django.db.models.functions import Concat, Lower
 
+from telha.common.rows import row_insert, row_update
 from telha.common.times import now_us
 from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
 
@@ -302,22 +303,24 @@ def node_version_write(
         # lock may have replaced it.
         moved = False
         if current is not None:
-            still_current = NodeVersion.objects.filter(pk=current.pk, tx_to=None)
-            moved = not still_current.update(tx_to=tx)
+            closing = NodeVersion(pk=current.pk, tx_to=tx)
+            moved = not row_update(closing, ["tx_to"], where_null=["tx_to"])
         if not moved:
-            return NodeVersion.objects.create(
-                node=node,
-                seq=(current.seq + 1) if current is not None else 1,
-                labels=list(labels),
-                properties=dict(properties),
-                search_text=search_text_for(labels, properties),
-                valid_from=valid_from,
-                valid_to=valid_to,
-                tx_from=tx,
-                confidence=confidence,
-                provenance=provenance,
-                pending=pending,
-                evidence_class=evidence_class,
+            return row_insert(
+                NodeVersion(
+                    node=node,
+                    seq=(current.seq + 1) if current is not None else 1,
+                    labels=list(labels),
+                    properties=dict(properties),
+                    search_text=search_text_for(labels, properties),
+                    valid_from=valid_from,
+                    valid_to=valid_to,
+                    tx_from=tx,
+                    confidence=confidence,
+                    provenance=provenance,
+                    pending=pending,
+                    evidence_class=evidence_class,
+                )
             )
     raise CurrentVersionMoved(node.pk)
 

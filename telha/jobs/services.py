@@ -8,6 +8,7 @@ leasing is `SELECT … FOR UPDATE SKIP LOCKED`; on SQLite the IMMEDIATE transact
 the lease the only writer.
 """
 
+import functools
 import uuid
 from collections.abc import Iterable
 from contextlib import nullcontext
@@ -17,12 +18,13 @@ from enum import Enum
 from typing import Any, Literal, NoReturn
 
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import connection, connections, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 
 from telha.common.errors import Conflict, InvalidInput, PermissionDeniedError
 from telha.common.observability import current_request_id
+from telha.common.rows import quoted_column
 from telha.tenancy.models import Tenant
 
 from .models import Job, JobStatus
@@ -303,6 +305,37 @@ def _retry_or_bury(job: Job, *, retryable: bool, reason: str, detail: str) -> No
 
 def _error_text(reason: str, detail: str) -> str:
     return f"{reason}: {detail}".strip(": ")[:2000]
+
+
+def jobs_finish_for_subject(*, kind: str, subject: str, reason: str) -> int:
+    """Complete the pending and leased jobs of `kind` about `subject` (`done`, lease
+    cleared, `last_error` = `reason`), skipping any row another transaction holds (SKIP
+    LOCKED on PostgreSQL; SQLite has one writer at a time). Returns how many finished.
+
+    One statement, its SQL built once (`_finish_sql`): the answer runs it on every
+    binding, and compiling the ORM's `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP
+    LOCKED)` cost four times what running it does."""
+    sql = _finish_sql(connection.alias)
+    params = [JobStatus.DONE, reason[:2000], kind, subject, JobStatus.PENDING, JobStatus.LEASED]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.rowcount
+
+
+@functools.cache
+def _finish_sql(alias: str) -> str:
+    conn = connections[alias]
+    q = conn.ops.quote_name
+    table = q(Job._meta.db_table)
+    column = {f.name: quoted_column(f, conn) for f in Job._meta.concrete_fields}
+    lock = " FOR UPDATE SKIP LOCKED" if conn.features.has_select_for_update_skip_locked else ""
+    return (
+        f"UPDATE {table} SET {column['status']} = %s, {column['lease_token']} = NULL,"
+        f" {column['lease_expires_at']} = NULL, {column['last_error']} = %s"
+        f" WHERE {column['id']} IN (SELECT {column['id']} FROM {table}"
+        f" WHERE {column['kind']} = %s AND {column['subject']} = %s"
+        f" AND {column['status']} IN (%s, %s){lock})"
+    )
 
 
 def jobs_reap(*, limit: int = 500) -> int:

@@ -2,7 +2,8 @@
 
 `telha.graph.selectors.source_readable_q` (one `EXISTS … OR EXISTS …` over the direct-FK
 permission tables, used by `readable_sources`, `readable_nodes`,
-`readable_clarifications` and the answer endpoint's lock) replaced guardian's
+`readable_clarifications`, and as `source_readable_sql` the answer endpoint's lock)
+replaced guardian's
 `get_objects_for_user(user, "graph.view_source", accept_global_perms=False)`. Here both
 are evaluated side by side, the old selectors written out as the reference, over an
 exhaustive matrix of the ways a grant can or cannot reach a user (own row, group row,
@@ -23,7 +24,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from clarify.models import Clarification
-from clarify.selectors import readable_clarification_q, readable_clarifications
+from clarify.selectors import readable_clarifications
+from clarify.services import clarification_lock
+from telha.common.errors import NotFound
 from telha.graph.models import Node, Source
 from telha.graph.selectors import (
     readable_nodes,
@@ -97,14 +100,17 @@ def assert_same_grants(caller: Caller, context: str = "") -> None:
     assert ids(readable_nodes(caller)) == ids(ref_nodes(caller)), f"nodes differ {context}"
     expected = ids(ref_clarifications(caller))
     assert ids(readable_clarifications(caller)) == expected, f"clarifications differ {context}"
-    # The answer endpoint's form: the filter inside a locking query of the tenant's rows.
-    q = readable_clarification_q(caller)
-    answerable = Clarification.objects.filter(tenant=caller.tenant)
-    if q is not None:
-        answerable = answerable.filter(q)
+    # The answer endpoint's form: its hand-written locking statement
+    # (`source_readable_sql`), tried on every clarification of every tenant.
     with transaction.atomic():
-        locked = answerable.select_for_update(of=("self",))
-        assert ids(locked) == expected, f"answer lock differs {context}"
+        answerable = set()
+        for clar_id in Clarification.objects.values_list("pk", flat=True):
+            try:
+                locked, _ = clarification_lock(caller.tenant, clar_id, caller)
+            except NotFound:
+                continue
+            answerable.add(locked.pk)
+        assert answerable == expected, f"answer lock differs {context}"
     # Nested as subqueries (their aliases relabelled), as the views and delivery use them.
     nested = Clarification.objects.filter(pk__in=readable_clarifications(caller).values("pk"))
     assert ids(nested) == expected, f"nested clarifications differ {context}"
