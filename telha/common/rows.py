@@ -1,9 +1,9 @@
 """Row writes of a fixed shape for the hot write paths, their SQL built once per shape.
 
-The ORM compiles every statement anew: for a one-row INSERT or UPDATE that is 0.2 to 0.5 ms
-of CPU, two to four times the cost of running the compiled SQL. The answer endpoint
-runs seven such writes per request (bench/README.md, "Why the answer ratio misses 0.5"),
-so those writes go through here: the SQL of each shape (model, columns, number of rows,
+The ORM compiles every statement anew: for a one-row INSERT or UPDATE that is 0.2 to
+0.5 ms of CPU, two to four times the cost of running the compiled SQL. The answer
+endpoint runs seven such writes per request (bench/README.md, "The answer ratio"), so
+those writes go through here: the SQL of each shape (model, columns, number of rows,
 database) is built once from the model's `_meta`, and every call only prepares its values
 — with the same field methods the ORM's insert and update compilers call
 (`pre_save()` then `get_db_prep_save()`), so auto_now/auto_now_add, UUIDs, JSON and
