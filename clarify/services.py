@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import connections, router, transaction
 
 from telha.common.errors import NotFound
-from telha.common.rows import row_columns, row_insert, row_update
+from telha.common.rows import quoted_column, row_columns, row_insert, row_update
 from telha.common.times import TimeParseError, now_us, parse_us
 from telha.graph.models import EvidenceClass, Node, NodeVersion, SourceVersion
 from telha.graph.selectors import source_readable_sql
@@ -512,11 +512,12 @@ def clarification_lock(
 @functools.cache
 def _lock_statement(alias: str) -> tuple[str, dict[str, str]]:
     """`clarification_lock`'s statement up to its ACL condition and lock clause."""
-    q = connections[alias].ops.quote_name
+    connection = connections[alias]
+    q = connection.ops.quote_name
     clar, node, version = Clarification._meta, Node._meta, NodeVersion._meta
 
     def col(meta: Any, table: str, name: str) -> str:
-        return f"{q(table)}.{q(meta.get_field(name).column)}"
+        return quoted_column(meta.get_field(name), connection, table)
 
     columns = ", ".join(
         row_columns(model, table, alias).sql

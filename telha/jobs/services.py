@@ -316,7 +316,8 @@ def jobs_finish_for_subject(*, kind: str, subject: str, reason: str) -> int:
     binding, and compiling the ORM's `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP
     LOCKED)` cost four times what running it does."""
     sql = _finish_sql(connection.alias)
-    params = [JobStatus.DONE, reason[:2000], kind, subject, JobStatus.PENDING, JobStatus.LEASED]
+    done, pending, leased = JobStatus.DONE.value, JobStatus.PENDING.value, JobStatus.LEASED.value
+    params = [done, reason[:2000], kind, subject, pending, leased]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.rowcount
