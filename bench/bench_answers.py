@@ -107,14 +107,13 @@ def _bound(status: int, body: bytes) -> bool:
 
 def _serial_probe(ctx: _support.BenchContext, clar_ids: list[str]) -> dict[str, Any]:
     """In-process, one request at a time (no server, no concurrency): wall and CPU time
-    of each endpoint, their SQL, and what the answer's ACL-guarded lookup costs compared
-    with a plain one. CPU time is the figure least disturbed by other load."""
-    from django.db import connection
+    of each endpoint, their SQL, and what the answer's lock statement costs with the
+    caller's ACL and without. CPU time is the figure least disturbed by other load."""
+    from django.db import connection, transaction
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
-    from clarify.models import Clarification
-    from clarify.selectors import readable_clarification_q
+    from clarify.services import clarification_lock
     from telha.tenancy.auth import caller_for_key
     from telha.tenancy.models import ApiKey
     from telha.tenancy.services import hash_key
@@ -156,13 +155,14 @@ def _serial_probe(ctx: _support.BenchContext, clar_ids: list[str]) -> dict[str, 
             key_hash=hash_key(secret)
         )
     )
-    tenant_clars = Clarification.objects.filter(tenant=caller.tenant)
 
-    def guarded() -> None:
-        tenant_clars.filter(readable_clarification_q(caller)).filter(pk=last).first()
+    def guarded() -> None:  # the answer's own lock statement, under the caller's ACL
+        with transaction.atomic():
+            clarification_lock(caller.tenant, last, caller)
 
     def plain() -> None:
-        tenant_clars.filter(pk=last).first()
+        with transaction.atomic():
+            clarification_lock(caller.tenant, last, None)
 
     def cpu_ms(fn: Any, n: int = 50) -> float:
         fn()
@@ -185,8 +185,8 @@ def _serial_probe(ctx: _support.BenchContext, clar_ids: list[str]) -> dict[str, 
         "answer_serial_cpu_ms": med(answer, 1),
         "baseline_serial_cpu_ms": med(base, 1),
         "raw_baseline_serial_cpu_ms": med(raw, 1),
-        "acl_guarded_lookup_cpu_ms": cpu_ms(guarded),
-        "plain_lookup_cpu_ms": cpu_ms(plain),
+        "answer_lock_acl_cpu_ms": cpu_ms(guarded),
+        "answer_lock_plain_cpu_ms": cpu_ms(plain),
         "answer_query_kinds": dict(Counter(_sql_kind(q) for q in answer_sql).most_common()),
         "answer_sql": [q[:160] for q in answer_sql],
     }
@@ -323,9 +323,9 @@ def run() -> dict[str, Any]:
         f"baseline {probe['baseline_queries']} queries, {probe['baseline_serial_ms']:.1f} ms "
         f"({probe['baseline_serial_cpu_ms']:.1f} ms CPU); raw baseline "
         f"{probe['raw_baseline_queries']} queries, {probe['raw_baseline_serial_ms']:.1f} ms "
-        f"({probe['raw_baseline_serial_cpu_ms']:.1f} ms CPU); ACL-guarded clarification lookup "
-        f"{probe['acl_guarded_lookup_cpu_ms']:.1f} ms CPU vs plain "
-        f"{probe['plain_lookup_cpu_ms']:.1f} ms"
+        f"({probe['raw_baseline_serial_cpu_ms']:.1f} ms CPU); answer lock under the ACL "
+        f"{probe['answer_lock_acl_cpu_ms']:.1f} ms CPU vs plain "
+        f"{probe['answer_lock_plain_cpu_ms']:.1f} ms"
     ]
     if answers.errors or baseline.errors or raw.errors:
         notes.append(
