@@ -31,10 +31,11 @@ M = TypeVar("M", bound=Model)
 
 
 def rows_insert(objs: Sequence[Model]) -> None:
-    """INSERT `objs` (instances of one model) in one statement, like `bulk_create(objs)`:
-    an auto-increment primary key comes back (`RETURNING`, in row order, as
-    bulk_create assigns it) and is set on each object; a primary key with a default
-    (UUID) is the object's own. Each object is then marked saved."""
+    """INSERT `objs` (instances of one model) in one statement, like `bulk_create(objs)`
+    (one per batch where the database limits a statement's parameters — SQLite — in
+    bulk_create's batch size): an auto-increment primary key comes back (`RETURNING`, in
+    row order, as bulk_create assigns it) and is set on each object; a primary key with
+    a default (UUID) is the object's own. Each object is then marked saved."""
     if not objs:
         return
     model = type(objs[0])
@@ -45,15 +46,19 @@ def rows_insert(objs: Sequence[Model]) -> None:
     with_pk = objs[0].pk is not None
     if any((obj.pk is not None) != with_pk for obj in objs):
         raise TypeError("rows_insert: either every object has its primary key or none")
-    sql, fields, returning = _insert_shape(model, alias, len(objs), with_pk)
-    params: list[Any] = []
-    for obj in objs:
-        params += [_prepared(f, f.pre_save(obj, True), connection) for f in fields]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        if returning is not None:
-            for obj, row in zip(objs, cursor.fetchall(), strict=True):
-                setattr(obj, returning.attname, row[0])
+    _, fields, _ = _insert_shape(model, alias, 1, with_pk)
+    batch = max(1, connection.ops.bulk_batch_size(fields, objs))
+    for start in range(0, len(objs), batch):
+        chunk = objs[start : start + batch]
+        sql, _, returning = _insert_shape(model, alias, len(chunk), with_pk)
+        params: list[Any] = []
+        for obj in chunk:
+            params += [_prepared(f, f.pre_save(obj, True), connection) for f in fields]
+        with connection.cursor() as cursor:
+            cursor.execute(sql, params)
+            if returning is not None:
+                for obj, row in zip(chunk, cursor.fetchall(), strict=True):
+                    setattr(obj, returning.attname, row[0])
     for obj in objs:
         obj._state.adding = False
         obj._state.db = alias

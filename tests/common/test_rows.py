@@ -189,3 +189,17 @@ def test_row_columns_read_what_the_orm_reads():
 def test_row_columns_of_an_absent_outer_join_row_is_none():
     columns = row_columns(Clarification, "c", connection.alias)
     assert columns.instance([None] * columns.width) is None
+
+
+def test_rows_insert_batches_like_bulk_create(django_assert_num_queries):
+    """Where a statement's parameters are limited (SQLite), one INSERT per batch of
+    bulk_create's size; every row stored, keys in order."""
+    tenant = TenantFactory()
+    jobs = [_job(tenant, subject=f"batch-{i}") for i in range(300)]
+    fields = [f for f in Job._meta.local_concrete_fields if f is not Job._meta.auto_field]
+    batch = connection.ops.bulk_batch_size(fields, jobs)
+    with django_assert_num_queries(-(-len(jobs) // batch)):
+        rows_insert(jobs)
+    assert [j.pk for j in jobs] == sorted(j.pk for j in jobs)
+    stored = dict(Job.objects.filter(tenant=tenant).values_list("pk", "subject"))
+    assert stored == {j.pk: j.subject for j in jobs}
