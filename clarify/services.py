@@ -15,7 +15,7 @@ from django.core.exceptions import ValidationError
 from django.db import connections, router, transaction
 
 from telha.common.errors import NotFound
-from telha.common.rows import quoted_column, row_columns, row_insert, row_update
+from telha.common.rows import RowColumns, quoted_column, row_columns, row_insert, row_update
 from telha.common.times import TimeParseError, now_us, parse_us
 from telha.graph.models import EvidenceClass, Node, NodeVersion, SourceVersion
 from telha.graph.selectors import source_readable_sql
@@ -483,35 +483,42 @@ def clarification_lock(
         raise NotFound("No such clarification.") from exc
     if pk is None:
         raise NotFound("No such clarification.")
-    sql, columns = _lock_statement(connection.alias)
-    tenant_key = Clarification._meta.get_field("tenant").target_field
+    statement = _lock_statement(connection.alias)
+    sql = statement.sql
     params = [
-        tenant_key.get_db_prep_value(tenant.pk, connection),
+        statement.tenant_key.get_db_prep_value(tenant.pk, connection),
         Clarification._meta.pk.get_db_prep_value(pk, connection),
     ]
     if readable_by is not None and not readable_by.sees_whole_tenant:
-        acl, acl_params = source_readable_sql(readable_by.user, columns["source"], connection)
+        acl, acl_params = source_readable_sql(readable_by.user, statement.source, connection)
         sql += f" AND {acl}"
         params += acl_params
     if connection.features.has_select_for_update_of:
-        sql += f" FOR UPDATE OF {columns['lock']}"
+        sql += f" FOR UPDATE OF {statement.lock}"
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
         raise NotFound("No such clarification.")
-    clar_cols = row_columns(Clarification, Clarification._meta.db_table, connection.alias)
-    node_cols = row_columns(Node, Node._meta.db_table, connection.alias)
-    version_cols = row_columns(NodeVersion, "target_current", connection.alias)
+    clar_cols, node_cols, version_cols = statement.columns
     a, b = clar_cols.width, clar_cols.width + node_cols.width
     clar = cast(Clarification, clar_cols.instance(row[:a]))
     clar.target = cast(Node, node_cols.instance(row[a:b]))
     return clar, cast(NodeVersion | None, version_cols.instance(row[b:]))
 
 
+@dataclass(frozen=True)
+class _LockStatement:
+    sql: str  # up to the ACL condition and the lock clause
+    columns: tuple[RowColumns, RowColumns, RowColumns]  # clarification, node, version
+    tenant_key: Any  # the field the tenant's key is prepared by
+    source: str  # the target's source column, for the ACL condition
+    lock: str  # the tables FOR UPDATE OF locks
+
+
 @functools.cache
-def _lock_statement(alias: str) -> tuple[str, dict[str, str]]:
-    """`clarification_lock`'s statement up to its ACL condition and lock clause."""
+def _lock_statement(alias: str) -> _LockStatement:
+    """`clarification_lock`'s statement, built once per database."""
     connection = connections[alias]
     q = connection.ops.quote_name
     clar, node, version = Clarification._meta, Node._meta, NodeVersion._meta
@@ -519,16 +526,13 @@ def _lock_statement(alias: str) -> tuple[str, dict[str, str]]:
     def col(meta: Any, table: str, name: str) -> str:
         return quoted_column(meta.get_field(name), connection, table)
 
-    columns = ", ".join(
-        row_columns(model, table, alias).sql
-        for model, table in (
-            (Clarification, clar.db_table),
-            (Node, node.db_table),
-            (NodeVersion, "target_current"),
-        )
+    columns = (
+        row_columns(Clarification, clar.db_table, alias),
+        row_columns(Node, node.db_table, alias),
+        row_columns(NodeVersion, "target_current", alias),
     )
     sql = (
-        f"SELECT {columns} FROM {q(clar.db_table)}"
+        f"SELECT {', '.join(c.sql for c in columns)} FROM {q(clar.db_table)}"
         f" INNER JOIN {q(node.db_table)}"
         f" ON ({col(clar, clar.db_table, 'target')} = {col(node, node.db_table, 'id')})"
         f" LEFT OUTER JOIN {q(version.db_table)} {q('target_current')}"
@@ -537,10 +541,13 @@ def _lock_statement(alias: str) -> tuple[str, dict[str, str]]:
         f" WHERE {col(clar, clar.db_table, 'tenant')} = %s"
         f" AND {col(clar, clar.db_table, 'id')} = %s"
     )
-    return sql, {
-        "source": col(node, node.db_table, "source"),
-        "lock": f"{q(clar.db_table)}, {q(node.db_table)}",
-    }
+    return _LockStatement(
+        sql=sql,
+        columns=columns,
+        tenant_key=clar.get_field("tenant").target_field,
+        source=col(node, node.db_table, "source"),
+        lock=f"{q(clar.db_table)}, {q(node.db_table)}",
+    )
 
 
 def _binding_upheld(
