@@ -7,8 +7,12 @@ HOST ?= 127.0.0.1
 PORT ?= 8000
 # pytest-xdist processes for `make test` (0: one process, no xdist).
 TEST_WORKERS ?= 2
+# The documentation site: docs/ and mkdocs.yml -> var/site/, offline; any warning (a broken
+# link or anchor, a page missing from the nav) fails the build. Not --quiet: mkdocs 1.6
+# then drops the warnings before strict mode counts them, and builds anyway.
+DOCS_BUILD := $(BIN)/mkdocs build --strict -d var/site
 
-.PHONY: run test fuzz lint bench venv demo clean
+.PHONY: run test fuzz lint docs bench venv demo clean
 
 venv: $(STAMP)
 
@@ -39,6 +43,11 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(DOCS_BUILD)
+
+## The documentation site into var/site/ (open var/site/index.html; nothing is fetched).
+docs: venv
+	$(DOCS_BUILD)
 
 ## Benchmarks (not part of `make test`); needs PostgreSQL at 127.0.0.1:5432.
 bench: venv
