@@ -1,9 +1,27 @@
-"""Card actions from every channel (Slack, Teams, inbox) go through here: the nonce and
-the recipient are checked against the delivery record, then the one answer service is
-called as a `clarify` caller with the verified responder and their rights now."""
+"""Card taps from every channel (Slack, Teams, inbox) go through here, the one place
+their rules live. A channel adapter parses its payload into a `CardTap` and renders the
+`CardReply` it gets back; everything in between is `card_tap_process`:
+
+1. the "Something else…" inputs parsed into the answer's interval (`custom_answer_parse`;
+   a bad one is refused before anything is read or written);
+2. the nonce lookup (`delivery_for_nonce`): the delivery record names the card's tenant,
+   clarification and recipient;
+3. identity → person through the verified alias, in that tenant (`ChatIdentity`); an
+   unmapped identity submits nothing;
+4. the exact-replay guard (a `CardAction` row per channel callback id);
+5. an unknown nonce, a nonce replayed against another clarification, a tap by anyone but
+   the recipient, a revoked nonce: each refused;
+6. the one call to the answer service (`_answer`), as a `clarify` caller with the verified
+   responder and their rights now;
+7. the "moved on" rule: an answer to a clarification that moved on says so.
+
+Every refused tap is audited by `card_tap_refuse` (`card_action_dropped`, with its
+reason), and written nowhere else.
+"""
 
 import logging
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
+from datetime import date
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -15,64 +33,302 @@ from telha.common.errors import DomainError
 from telha.tenancy.models import Person, Tenant
 
 from .cards import MOVED_ON, outcome_copy
+from .identity import ChatIdentity
 from .models import CardAction, Delivery, NonceState
 
 audit_log = logging.getLogger("telha.audit")
 
+# CardReply.status
 DROPPED = "dropped"
 ANSWERED = "answered"
 MOVED = "moved_on"
 INVALID = "invalid"
 
+UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
+INVALID_CUSTOM_ANSWER = "INVALID_CUSTOM_ANSWER"
+DROPPED_TEXT = "This card can no longer be used."
+
+# The "Something else…" fields, and what is wrong with one (the same words on every channel).
+VALID_FROM, VALID_TO, SOURCE_TEXT = "validFrom", "validTo", "sourceText"
+SOURCE_TEXT_MAX = 2000
+BAD_DATE = "Dates must look like 2026-06-12."
+START_REQUIRED = "Pick the date it takes effect (a start date is required)."
+END_NOT_AFTER_START = "The end date must be after the start date."
+SOURCE_TEXT_TOO_LONG = f"Where it says so: at most {SOURCE_TEXT_MAX} characters."
+
 
 @dataclass(frozen=True)
-class ActionOutcome:
+class CustomInputs:
+    """The "Something else…" form as a channel sent it: the dates as `YYYY-MM-DD` text
+    (empty: not given) and where it says so."""
+
+    valid_from: str = ""
+    valid_to: str = ""
+    source_text: str = ""
+
+
+@dataclass(frozen=True)
+class CardTap:
+    """One tap on a card — a candidate button, or a "Something else…" submission when
+    `custom` is set — as a channel adapter parsed it. Nothing in it is trusted: it is
+    checked against the delivery record its nonce names. `action_id` identifies the
+    channel's callback (an exact replay of it is dropped); `tenant`, when the channel
+    knows it, is where a tap whose nonce names no delivery is audited."""
+
+    channel: str
+    identity: ChatIdentity
+    clarification_id: Any
+    nonce: Any
+    answer_index: Any = None
+    custom: CustomInputs | None = None
+    action_id: str | None = None
+    message_ref: str | None = None
+    tenant: Tenant | None = None
+
+
+@dataclass(frozen=True)
+class CardReply:
+    """How a tap ended, for the channel to render: `status` (answered, moved_on, invalid,
+    dropped), the outcome copy (spec §7) or error `text`, the refusal `reason` code,
+    `errors` by "Something else…" field, and `delivery`: the card tapped, when the tapper
+    is its recipient (what the channel re-renders)."""
+
     status: str
     text: str
     reason: str = ""
     clarification: Clarification | None = None
     body: dict[str, Any] | None = None
+    delivery: Delivery | None = None
+    errors: dict[str, str] = field(default_factory=dict)
 
 
-def _drop(
-    delivery: Delivery | None, reason: str, channel: str, detail: dict[str, Any] | None = None
-) -> ActionOutcome:
-    if delivery is not None:
-        audit_event_append(
-            tenant=delivery.tenant,
-            clarification=delivery.clarification,
-            type="card_action_dropped",
-            detail={"reason": reason, "channel": channel, **(detail or {})},
-        )
-    else:
-        audit_log.warning("card_action_dropped reason=%s channel=%s", reason, channel)
-    return ActionOutcome(DROPPED, "This card can no longer be used.", reason=reason)
+@dataclass(frozen=True)
+class VerifiedTap:
+    """A tap that passed every check: its delivery, and the recipient who tapped it."""
+
+    delivery: Delivery
+    person: Person
 
 
-def _drop_unknown(
-    tenant: Tenant | None, channel: str, clarification_id: Any, actor_identity: str
-) -> ActionOutcome:
+# --- the rules ---------------------------------------------------------------------------
+
+
+def delivery_for_nonce(nonce: Any) -> Delivery | None:
+    """The delivery record a card's nonce belongs to (hence its tenant, clarification and
+    recipient), or None."""
+    if not isinstance(nonce, str) or not nonce:
+        return None
+    return (
+        Delivery.objects.select_related("tenant", "clarification", "person")
+        .filter(nonce=nonce[:64])
+        .first()
+    )
+
+
+def _day(raw: str) -> date | None:
+    text = raw.strip()
+    return date.fromisoformat(text) if text else None
+
+
+def custom_answer_parse(inputs: CustomInputs) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The "Something else…" inputs as `answerCustom` (RFC 3339 dates at 00:00Z), or what
+    is wrong, by field, in the order to show it: a date that is not one, no start date, an
+    end not after the start, where it says so over 2000 characters."""
+    errors: dict[str, str] = {}
+    days: dict[str, date | None] = {}
+    for name, raw in ((VALID_FROM, inputs.valid_from), (VALID_TO, inputs.valid_to)):
+        try:
+            days[name] = _day(raw)
+        except ValueError:
+            errors[name] = BAD_DATE
+    start, end = days.get(VALID_FROM), days.get(VALID_TO)
+    if not errors and start is None:
+        errors[VALID_FROM] = START_REQUIRED
+    if not errors and start is not None and end is not None and end <= start:
+        errors[VALID_TO] = END_NOT_AFTER_START
+    source_text = inputs.source_text.strip()
+    if len(source_text) > SOURCE_TEXT_MAX:
+        errors[SOURCE_TEXT] = SOURCE_TEXT_TOO_LONG
+    if errors or start is None:
+        return None, errors
+    return {
+        "validFrom": f"{start.isoformat()}T00:00:00Z",
+        "validTo": f"{end.isoformat()}T00:00:00Z" if end else None,
+        "sourceText": source_text or None,
+    }, {}
+
+
+def card_tap_refuse(
+    delivery: Delivery, reason: str, channel: str, detail: dict[str, Any] | None = None
+) -> CardReply:
+    """Refuse a tap on the delivery's card: audited on its clarification
+    (`card_action_dropped` with the reason), nothing else written."""
+    audit_event_append(
+        tenant=delivery.tenant,
+        clarification=delivery.clarification,
+        type="card_action_dropped",
+        detail={"reason": reason, "channel": channel, **(detail or {})},
+    )
+    return CardReply(DROPPED, DROPPED_TEXT, reason=reason)
+
+
+def _refuse_unknown(tap: CardTap) -> CardReply:
     """A tap whose nonce matches no delivery (unknown or missing): there is no
     clarification to audit against, so it is recorded as a tenant audit event when the
-    tenant is known (the signed-in person's, or the one the channel identity maps to),
-    else on the `telha.audit` logger."""
+    tenant is known (the channel's, or the one the identity maps to), else on the
+    `telha.audit` logger."""
     detail = {
         "reason": "UNKNOWN_NONCE",
-        "channel": channel,
-        "claimedClarification": str(clarification_id or "")[:64],
-        "identity": actor_identity[:100],
+        "channel": tap.channel,
+        "claimedClarification": str(tap.clarification_id or "")[:64],
+        "identity": tap.identity.label[:100],
     }
+    person = tap.identity.only_person() if tap.tenant is None else None
+    tenant = tap.tenant or (person.tenant if person is not None else None)
     if tenant is not None:
         audit_event_append(tenant=tenant, type="card_action_dropped", detail=detail)
     else:
         audit_log.warning(
             "card_action_dropped reason=UNKNOWN_NONCE channel=%s claimedClarification=%s "
             "identity=%s",
-            channel,
+            tap.channel,
             detail["claimedClarification"],
             detail["identity"],
         )
-    return ActionOutcome(DROPPED, "This card can no longer be used.", reason="UNKNOWN_NONCE")
+    return CardReply(DROPPED, DROPPED_TEXT, reason="UNKNOWN_NONCE")
+
+
+def _recorded(tap: CardTap, delivery: Delivery | None, record: list[CardAction]) -> bool:
+    """Log the channel's callback once (False: an exact replay of it)."""
+    if not tap.action_id:
+        return True
+    try:
+        with transaction.atomic():
+            record.append(
+                CardAction.objects.create(
+                    tenant=delivery.tenant if delivery else None,
+                    channel=tap.channel,
+                    action_id=tap.action_id[:200],
+                    delivery=delivery,
+                    outcome="received",
+                )
+            )
+    except IntegrityError:
+        return False
+    return True
+
+
+def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
+    """Steps 2-5 of the module docstring, in that order."""
+    delivery = delivery_for_nonce(tap.nonce)
+    person = tap.identity.person_in(delivery.tenant) if delivery is not None else None
+    if delivery is not None and person is None and not tap.identity.bound:
+        return card_tap_refuse(
+            delivery, UNMAPPED_IDENTITY, tap.channel, {"identity": tap.identity.label[:100]}
+        )
+    if not _recorded(tap, delivery, record):
+        return _refuse(delivery, "REPLAYED_ACTION", tap, {"actionId": str(tap.action_id)[:200]})
+    if delivery is None:
+        return _refuse_unknown(tap)
+    if str(delivery.clarification_id) != str(tap.clarification_id):
+        claimed = {"claimedClarification": str(tap.clarification_id)[:64]}
+        return card_tap_refuse(delivery, "NONCE_CLARIFICATION_MISMATCH", tap.channel, claimed)
+    if person is None or person.pk != delivery.person_id:
+        who = {"actor": str(person.pk) if person else None, "identity": tap.identity.label[:100]}
+        return card_tap_refuse(delivery, "NOT_RECIPIENT", tap.channel, who)
+    if delivery.nonce_state == NonceState.REVOKED:
+        return card_tap_refuse(delivery, "STALE_NONCE", tap.channel)
+    return VerifiedTap(delivery=delivery, person=person)
+
+
+def _refuse(
+    delivery: Delivery | None, reason: str, tap: CardTap, detail: dict[str, Any]
+) -> CardReply:
+    """A refusal audited on the delivery's clarification, or logged when there is none."""
+    if delivery is not None:
+        return card_tap_refuse(delivery, reason, tap.channel, detail)
+    audit_log.warning("card_action_dropped reason=%s channel=%s", reason, tap.channel)
+    return CardReply(DROPPED, DROPPED_TEXT, reason=reason)
+
+
+def _answer(verified: VerifiedTap, tap: CardTap, custom: dict[str, Any] | None) -> CardReply:
+    """The one call to the answer service, and its outcome as a reply."""
+    delivery, person = verified.delivery, verified.person
+    clar = delivery.clarification
+    try:
+        result = clarification_answer(
+            caller=AnswerCaller(tenant=delivery.tenant, clarify_service=True),
+            clarification_id=clar.pk,
+            answer=AnswerInput(
+                answer_index=None if custom is not None else tap.answer_index,
+                answer_custom=custom,
+                channel=tap.channel,
+                message_ref=tap.message_ref,
+                responder=str(person.pk),
+                rights=person.role,
+            ),
+        )
+    except AlreadyAnswered:
+        return CardReply(MOVED, MOVED_ON, reason="CLARIFY_ALREADY_ANSWERED", clarification=clar)
+    except UnparseableAnswer as exc:
+        return CardReply(INVALID, exc.detail, reason=exc.code, clarification=clar)
+    except DomainError as exc:
+        return card_tap_refuse(delivery, exc.code, tap.channel)
+    clar.refresh_from_db()
+    text = outcome_copy(clar, result.body, person)
+    return CardReply(ANSWERED, text, clarification=clar, body=result.body)
+
+
+def _moved_on(reply: CardReply, delivery: Delivery) -> CardReply:
+    """An answer recorded on a card whose nonce had closed (its clarification moved on
+    before the tap) says so first."""
+    closed = delivery.nonce_state == NonceState.CLOSED
+    if reply.status == ANSWERED and closed and not reply.text.startswith(MOVED_ON):
+        return replace(reply, text=f"{MOVED_ON} {reply.text}")
+    return reply
+
+
+def _own_card(tap: CardTap) -> Delivery | None:
+    """The card the tap's nonce names, when the tapper is its recipient (read only: a tap
+    refused before the checks re-renders its card, writes and audits nothing)."""
+    delivery = delivery_for_nonce(tap.nonce)
+    if delivery is None:
+        return None
+    person = tap.identity.person_in(delivery.tenant)
+    return delivery if person is not None and person.pk == delivery.person_id else None
+
+
+# --- the entry points --------------------------------------------------------------------
+
+
+def card_tap_verify(tap: CardTap) -> VerifiedTap | CardReply:
+    """The checks of a tap that answers nothing yet (Slack's "Something else…" button,
+    which opens the form): the verified tap, or the refusal (audited)."""
+    return _verify(tap, [])
+
+
+def card_tap_process(tap: CardTap) -> CardReply:
+    """Process one tap end to end (the module docstring's steps). The `CardAction` row of
+    the callback records how it ended."""
+    custom, errors = (None, {}) if tap.custom is None else custom_answer_parse(tap.custom)
+    if errors:
+        first = next(iter(errors.values()))
+        return CardReply(
+            INVALID, first, reason=INVALID_CUSTOM_ANSWER, delivery=_own_card(tap), errors=errors
+        )
+    record: list[CardAction] = []
+    verified = _verify(tap, record)
+    if isinstance(verified, VerifiedTap):
+        reply = _moved_on(_answer(verified, tap, custom), verified.delivery)
+        if reply.status != DROPPED:
+            reply = replace(reply, delivery=verified.delivery)
+    else:
+        reply = verified
+    if record:
+        CardAction.objects.filter(pk=record[0].pk).update(
+            outcome=(reply.reason or reply.status)[:40]
+        )
+    return reply
 
 
 def card_action_process(
@@ -82,113 +338,24 @@ def card_action_process(
     clarification_id: Any,
     nonce: Any,
     answer_index: Any = None,
-    answer_custom: Any = None,
+    custom: CustomInputs | None = None,
     action_id: str | None = None,
     message_ref: str | None = None,
     actor_identity: str = "",
     tenant: Tenant | None = None,
-) -> ActionOutcome:
-    """Process one tap. Unknown nonce, a nonce replayed against another clarification, a
-    revoked nonce, a tap by anyone but the recipient, or an exact replay: dropped and
-    audited, never processed. `tenant` is the tenant the channel identity belongs to, when
-    known (for auditing a tap whose nonce names no delivery; else the actor's). The action
-    log row records how it ended."""
-    record: list[CardAction] = []
-    outcome = _process(
-        channel=channel,
-        actor=actor,
-        clarification_id=clarification_id,
-        nonce=nonce,
-        answer_index=answer_index,
-        answer_custom=answer_custom,
-        action_id=action_id,
-        message_ref=message_ref,
-        actor_identity=actor_identity,
-        tenant=tenant or (actor.tenant if actor is not None else None),
-        record=record,
+) -> CardReply:
+    """`card_tap_process` for a tap whose person the caller has bound itself (the inbox's
+    signed-in person; None: nobody), named `actor_identity` in the audit."""
+    return card_tap_process(
+        CardTap(
+            channel=channel,
+            identity=ChatIdentity.of_person(actor, actor_identity),
+            clarification_id=clarification_id,
+            nonce=nonce,
+            answer_index=answer_index,
+            custom=custom,
+            action_id=action_id,
+            message_ref=message_ref,
+            tenant=tenant or (actor.tenant if actor is not None else None),
+        )
     )
-    if record:
-        CardAction.objects.filter(pk=record[0].pk).update(
-            outcome=(outcome.reason or outcome.status)[:40]
-        )
-    return outcome
-
-
-def _process(
-    *,
-    channel: str,
-    actor: Person | None,
-    clarification_id: Any,
-    nonce: Any,
-    answer_index: Any,
-    answer_custom: Any,
-    action_id: str | None,
-    message_ref: str | None,
-    actor_identity: str,
-    tenant: Tenant | None,
-    record: list[CardAction],
-) -> ActionOutcome:
-    delivery = (
-        Delivery.objects.select_related("tenant", "clarification", "person")
-        .filter(nonce=str(nonce or "")[:64])
-        .first()
-        if nonce
-        else None
-    )
-    if action_id:
-        try:
-            with transaction.atomic():
-                record.append(
-                    CardAction.objects.create(
-                        tenant=delivery.tenant if delivery else None,
-                        channel=channel,
-                        action_id=action_id[:200],
-                        delivery=delivery,
-                        outcome="received",
-                    )
-                )
-        except IntegrityError:
-            return _drop(delivery, "REPLAYED_ACTION", channel, {"actionId": action_id[:200]})
-    if delivery is None:
-        return _drop_unknown(tenant, channel, clarification_id, actor_identity)
-    if str(delivery.clarification_id) != str(clarification_id):
-        return _drop(
-            delivery,
-            "NONCE_CLARIFICATION_MISMATCH",
-            channel,
-            {"claimedClarification": str(clarification_id)[:64]},
-        )
-    if actor is None or actor.pk != delivery.person_id:
-        return _drop(
-            delivery,
-            "NOT_RECIPIENT",
-            channel,
-            {"actor": str(actor.pk) if actor else None, "identity": actor_identity[:100]},
-        )
-    if delivery.nonce_state == NonceState.REVOKED:
-        return _drop(delivery, "STALE_NONCE", channel)
-    clar = delivery.clarification
-    try:
-        result = clarification_answer(
-            caller=AnswerCaller(tenant=delivery.tenant, clarify_service=True),
-            clarification_id=clar.pk,
-            answer=AnswerInput(
-                answer_index=answer_index,
-                answer_custom=answer_custom,
-                channel=channel,
-                message_ref=message_ref,
-                responder=str(actor.pk),
-                rights=actor.role,
-            ),
-        )
-    except AlreadyAnswered:
-        return ActionOutcome(MOVED, MOVED_ON, reason="CLARIFY_ALREADY_ANSWERED", clarification=clar)
-    except UnparseableAnswer as exc:
-        return ActionOutcome(INVALID, exc.detail, reason=exc.code, clarification=clar)
-    except DomainError as exc:
-        return _drop(delivery, exc.code, channel)
-    clar.refresh_from_db()
-    text = outcome_copy(clar, result.body, actor)
-    if delivery.nonce_state == NonceState.CLOSED and not text.startswith(MOVED_ON):
-        text = f"{MOVED_ON} {text}"
-    return ActionOutcome(ANSWERED, text, clarification=clar, body=result.body)

@@ -216,6 +216,13 @@ def outcome_copy(clar: Clarification, body: dict[str, Any], responder: Person | 
     return MOVED_ON
 
 
+def shown_outcome(outcome: str, answers: bool) -> str:
+    """The line a re-rendered card shows under its question: the tap's outcome copy, else
+    "moved on" once its buttons no longer answer (the clarification closed, or the card's
+    nonce did)."""
+    return outcome or ("" if answers else MOVED_ON)
+
+
 def _answer_label(clar: Clarification) -> str:
     record = clar.responses.order_by("-seq").first()
     if record is None:

@@ -16,10 +16,9 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from clarify.models import State
 from clarify.routing import skip_reasons_by_clarification
-from telha.common.times import TimeParseError, parse_us
 from telha.tenancy.models import Person, Rights
 
-from .actions import ANSWERED, card_action_process
+from .actions import ANSWERED, CustomInputs, card_action_process
 from .cards import Escalation, build_card, build_escalation, build_steward_notice
 from .models import Delivery, DeliveryKind, NonceState
 from .restriction import excerpt_for_chat
@@ -124,49 +123,41 @@ def inbox(request: HttpRequest) -> HttpResponse:
     )
 
 
-def _date_to_us(value: str) -> int | None:
-    value = (value or "").strip()
-    if not value:
-        return None
-    return parse_us(f"{value}T00:00:00Z")
+def _answer_of(data: Any) -> tuple[int | None, CustomInputs | None]:
+    """The form's answer: the candidate button pressed, else the "Something else…" inputs."""
+    if data.get("answer_index", "") == "":
+        return None, CustomInputs(
+            valid_from=data.get("valid_from", ""),
+            valid_to=data.get("valid_to", ""),
+            source_text=data.get("source_text", ""),
+        )
+    try:
+        return int(data["answer_index"]), None
+    except ValueError:
+        return -1, None  # not a number: no candidate, refused as such
 
 
 @login_required
 @require_POST
 def answer(request: HttpRequest) -> HttpResponse:
-    person = _person(request)
+    """A card's form, as a tap by the signed-in person; the outcome (or why not) is shown
+    as a message."""
     data = request.POST
-    index: int | None = None
-    custom = None
-    if data.get("answer_index", "") != "":
-        try:
-            index = int(data["answer_index"])
-        except ValueError:
-            index = -1
-    else:
-        try:
-            custom = {
-                "validFrom": _date_to_us(data.get("valid_from", "")),
-                "validTo": _date_to_us(data.get("valid_to", "")),
-                "sourceText": data.get("source_text", "")[:2000] or None,
-            }
-        except TimeParseError:
-            messages.error(request, "Dates must look like 2026-06-12.")
-            return HttpResponseRedirect("/inbox/")
-    outcome = card_action_process(
+    index, custom = _answer_of(data)
+    reply = card_action_process(
         channel="inbox",
-        actor=person,
+        actor=_person(request),
         clarification_id=data.get("clarification_id", ""),
         nonce=data.get("nonce", ""),
         answer_index=index,
-        answer_custom=custom,
+        custom=custom,
         message_ref=f"inbox:{data.get('nonce', '')[:40]}",
         actor_identity=f"user:{request.user.pk}",
     )
-    if outcome.status == ANSWERED:
-        messages.success(request, outcome.text)
+    if reply.status == ANSWERED:
+        messages.success(request, reply.text)
     else:
-        messages.error(request, outcome.text)
+        messages.error(request, reply.text)
     return HttpResponseRedirect("/inbox/")
 
 

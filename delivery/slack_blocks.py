@@ -1,15 +1,38 @@
-"""Slack Block Kit for clarify cards: a small typed builder, the card / digest / escalation
-renderings, the "Something else…" modal, and a guard that validates message payloads.
+"""Slack Block Kit for clarify cards, built with `slack_sdk.models`: the card / digest /
+escalation renderings, the "Something else…" modal, the ask-in-chat answer, and the
+message guard.
+
+Every block is a `slack_sdk.models.blocks` object; `to_dict()` runs slack_sdk's own
+validators (text, button, id and element-count limits), so a payload Slack would refuse
+is never built. What slack_sdk cannot check on one block — that a *message* holds at
+most 50 blocks, no `input` block (inputs belong in modals only), unique block ids, and
+actions blocks with 1-25 elements of unique action ids — is `validate_message_blocks`.
+Any refusal is a `BlockKitError`.
 
 Block ids carry the clarification id (`clarify_<part>:<clarificationId>`), so one card's
-blocks can be found and replaced inside a digest message. Message payloads never carry an
-`input` block: inputs belong in modals only (`message_blocks` refuses them).
+blocks can be found and replaced inside a digest message.
 """
 
 import json
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any, Literal, Protocol
+from typing import Any
+
+from slack_sdk.errors import SlackObjectFormationError
+from slack_sdk.models.blocks import (
+    ActionsBlock,
+    Block,
+    ButtonElement,
+    ContextBlock,
+    DatePickerElement,
+    DividerBlock,
+    HeaderBlock,
+    InputBlock,
+    MarkdownTextObject,
+    PlainTextInputElement,
+    PlainTextObject,
+    SectionBlock,
+)
+from slack_sdk.models.views import View
 
 from .cards import SOMETHING_ELSE, Card, Escalation
 
@@ -23,27 +46,25 @@ VALID_TO_BLOCK = "valid_to"
 SOURCE_TEXT_BLOCK = "source_text"
 DATE_ACTION = "date"
 TEXT_ACTION = "text"
+ASK_NOW_ACTION = "clarify_ask_now"
 
-# Block Kit limits (https://docs.slack.dev/reference/block-kit/).
+# Block Kit limits a message adds to slack_sdk's per-block ones
+# (https://docs.slack.dev/reference/block-kit/).
 MAX_MESSAGE_BLOCKS = 50
-MAX_MODAL_BLOCKS = 100
-MAX_ACTIONS_ELEMENTS = 25
-MAX_CONTEXT_ELEMENTS = 10
-MAX_BUTTON_TEXT = 75
-MAX_BUTTON_VALUE = 2000
-MAX_SECTION_TEXT = 3000
-MAX_HEADER_TEXT = 150
-MAX_ID = 255
-MAX_MODAL_TITLE = 24
-MAX_PRIVATE_METADATA = 3000
+MAX_ACTIONS_ELEMENTS = ActionsBlock.elements_max_length
+MAX_BUTTON_TEXT = ButtonElement.text_max_length
+MAX_SECTION_TEXT = SectionBlock.text_max_length
+MAX_HEADER_TEXT = HeaderBlock.text_max_length
+MAX_MODAL_TITLE = View.title_max_length
 MESSAGE_BLOCK_TYPES = frozenset(
     {"section", "divider", "actions", "context", "header", "image", "rich_text", "markdown"}
 )
 SOURCE_TEXT_MAX = 2000
 
 
-class BlockKitError(ValueError):
-    """A payload Slack would refuse (or that must never be sent, like an input in a message)."""
+class BlockKitError(SlackObjectFormationError):
+    """A payload Slack would refuse (slack_sdk's validation failed) or that must never be
+    sent (an input block in a message)."""
 
 
 def escape(text: str) -> str:
@@ -61,187 +82,51 @@ def clip(text: str, limit: int) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-# --- the typed builder -------------------------------------------------------------------
+def mrkdwn(text: str) -> MarkdownTextObject:
+    return MarkdownTextObject(text=text)
 
 
-class Element(Protocol):
-    def to_dict(self) -> JSON: ...
+def plain(text: str) -> PlainTextObject:
+    return PlainTextObject(text=text, emoji=True)
 
 
-@dataclass(frozen=True)
-class Text:
-    text: str
-    kind: Literal["plain_text", "mrkdwn"] = "mrkdwn"
-
-    def to_dict(self) -> JSON:
-        if self.kind == "plain_text":
-            return {"type": "plain_text", "text": self.text, "emoji": True}
-        return {"type": "mrkdwn", "text": self.text}
+def button(label: str, action_id: str, value: str, style: str | None = None) -> ButtonElement:
+    """A button whose label is clipped to Slack's 75 characters (a long candidate label
+    stays tappable)."""
+    return ButtonElement(
+        text=plain(clip(label, MAX_BUTTON_TEXT)), action_id=action_id, value=value, style=style
+    )
 
 
-def plain(text: str) -> Text:
-    return Text(text, "plain_text")
-
-
-@dataclass(frozen=True)
-class Button:
-    text: str
-    action_id: str
-    value: str
-    style: Literal["primary", "danger"] | None = None
-
-    def to_dict(self) -> JSON:
-        out: JSON = {
-            "type": "button",
-            "text": plain(clip(self.text, MAX_BUTTON_TEXT)).to_dict(),
-            "action_id": self.action_id,
-            "value": self.value,
-        }
-        if self.style:
-            out["style"] = self.style
-        return out
-
-
-@dataclass(frozen=True)
-class DatePicker:
-    action_id: str
-    placeholder: str = "Pick a date"
-
-    def to_dict(self) -> JSON:
-        return {
-            "type": "datepicker",
-            "action_id": self.action_id,
-            "placeholder": plain(self.placeholder).to_dict(),
-        }
-
-
-@dataclass(frozen=True)
-class PlainTextInput:
-    action_id: str
-    multiline: bool = False
-    max_length: int | None = None
-    placeholder: str | None = None
-
-    def to_dict(self) -> JSON:
-        out: JSON = {
-            "type": "plain_text_input",
-            "action_id": self.action_id,
-            "multiline": self.multiline,
-        }
-        if self.max_length is not None:
-            out["max_length"] = self.max_length
-        if self.placeholder:
-            out["placeholder"] = plain(self.placeholder).to_dict()
-        return out
-
-
-@dataclass(frozen=True)
-class Section:
-    text: Text
-    block_id: str | None = None
-
-    def to_dict(self) -> JSON:
-        out: JSON = {"type": "section", "text": self.text.to_dict()}
-        if self.block_id:
-            out["block_id"] = self.block_id
-        return out
-
-
-@dataclass(frozen=True)
-class Context:
-    elements: Sequence[Text]
-    block_id: str | None = None
-
-    def to_dict(self) -> JSON:
-        out: JSON = {"type": "context", "elements": [e.to_dict() for e in self.elements]}
-        if self.block_id:
-            out["block_id"] = self.block_id
-        return out
-
-
-@dataclass(frozen=True)
-class Actions:
-    elements: Sequence[Element]
-    block_id: str | None = None
-
-    def to_dict(self) -> JSON:
-        out: JSON = {"type": "actions", "elements": [e.to_dict() for e in self.elements]}
-        if self.block_id:
-            out["block_id"] = self.block_id
-        return out
-
-
-@dataclass(frozen=True)
-class Divider:
-    def to_dict(self) -> JSON:
-        return {"type": "divider"}
-
-
-@dataclass(frozen=True)
-class Header:
-    text: str
-
-    def to_dict(self) -> JSON:
-        return {"type": "header", "text": plain(clip(self.text, MAX_HEADER_TEXT)).to_dict()}
-
-
-@dataclass(frozen=True)
-class Input:
-    """An input block — valid in modals only, never in a message."""
-
-    label: str
-    element: Element
-    block_id: str
-    optional: bool = False
-    hint: str | None = None
-
-    def to_dict(self) -> JSON:
-        out: JSON = {
-            "type": "input",
-            "block_id": self.block_id,
-            "label": plain(self.label).to_dict(),
-            "element": self.element.to_dict(),
-            "optional": self.optional,
-        }
-        if self.hint:
-            out["hint"] = plain(self.hint).to_dict()
-        return out
-
-
-@dataclass(frozen=True)
-class Modal:
-    title: str
-    callback_id: str
-    blocks: Sequence[Element]
-    submit: str = "Record"
-    close: str = "Cancel"
-    private_metadata: str = ""
-    extra: JSON = field(default_factory=dict)
-
-    def to_dict(self) -> JSON:
-        return {
-            "type": "modal",
-            "callback_id": self.callback_id,
-            "title": plain(clip(self.title, MAX_MODAL_TITLE)).to_dict(),
-            "submit": plain(self.submit).to_dict(),
-            "close": plain(self.close).to_dict(),
-            "private_metadata": self.private_metadata,
-            "blocks": [b.to_dict() for b in self.blocks],
-            **self.extra,
-        }
+def header(text: str) -> HeaderBlock:
+    return HeaderBlock(text=plain(clip(text, MAX_HEADER_TEXT)))
 
 
 # --- the guard ---------------------------------------------------------------------------
 
 
-def _text_of(obj: Any) -> str:
-    return str(obj.get("text", "")) if isinstance(obj, dict) else ""
+def _model_dict(block: Block) -> JSON:
+    """A block object as JSON, through slack_sdk's validation."""
+    try:
+        return block.to_dict()
+    except SlackObjectFormationError as exc:
+        raise BlockKitError(str(exc)) from exc
 
 
-def validate_message_blocks(blocks: Sequence[JSON]) -> None:
-    """Refuse blocks that may not go into a `chat.postMessage` / `chat.update` payload:
-    any `input` block (modals only), unknown block types, duplicate block ids, and the
-    Block Kit size limits a card could plausibly hit."""
+def _validate_shown(i: int, block: JSON) -> None:
+    """slack_sdk's validation of a block given as JSON (e.g. a message as a Slack payload
+    shows it), parsed into its model."""
+    try:
+        model = Block.parse(dict(block))
+        if model is not None:
+            model.to_dict()
+    except SlackObjectFormationError as exc:
+        raise BlockKitError(f"block {i}: {exc}") from exc
+    except (KeyError, TypeError, ValueError, AttributeError) as exc:
+        raise BlockKitError(f"block {i}: malformed block ({exc!r})") from exc
+
+
+def _validate_message_shape(blocks: Sequence[JSON]) -> None:
     if len(blocks) > MAX_MESSAGE_BLOCKS:
         raise BlockKitError(f"a message holds at most {MAX_MESSAGE_BLOCKS} blocks")
     block_ids: set[str] = set()
@@ -253,17 +138,11 @@ def validate_message_blocks(blocks: Sequence[JSON]) -> None:
             raise BlockKitError(f"block {i}: {kind!r} is not a message block")
         block_id = block.get("block_id")
         if block_id is not None:
-            if not isinstance(block_id, str) or not 0 < len(block_id) <= MAX_ID:
-                raise BlockKitError(f"block {i}: block_id must be 1-{MAX_ID} characters")
+            if not isinstance(block_id, str) or not block_id:
+                raise BlockKitError(f"block {i}: block_id must be a non-empty string")
             if block_id in block_ids:
                 raise BlockKitError(f"block {i}: duplicate block_id {block_id!r}")
             block_ids.add(block_id)
-        if kind == "section" and len(_text_of(block.get("text"))) > MAX_SECTION_TEXT:
-            raise BlockKitError(f"block {i}: section text over {MAX_SECTION_TEXT} characters")
-        if kind == "header" and len(_text_of(block.get("text"))) > MAX_HEADER_TEXT:
-            raise BlockKitError(f"block {i}: header text over {MAX_HEADER_TEXT} characters")
-        if kind == "context" and len(block.get("elements") or []) > MAX_CONTEXT_ELEMENTS:
-            raise BlockKitError(f"block {i}: over {MAX_CONTEXT_ELEMENTS} context elements")
         if kind == "actions":
             _validate_actions(i, block.get("elements") or [])
 
@@ -273,35 +152,36 @@ def _validate_actions(i: int, elements: list[JSON]) -> None:
         raise BlockKitError(f"block {i}: an actions block holds 1-{MAX_ACTIONS_ELEMENTS} elements")
     action_ids: set[str] = set()
     for element in elements:
-        action_id = element.get("action_id")
-        if not isinstance(action_id, str) or not 0 < len(action_id) <= MAX_ID:
-            raise BlockKitError(f"block {i}: action_id must be 1-{MAX_ID} characters")
+        action_id = element.get("action_id") if isinstance(element, dict) else None
+        if not isinstance(action_id, str) or not action_id:
+            raise BlockKitError(f"block {i}: every action needs an action_id")
         if action_id in action_ids:
             raise BlockKitError(f"block {i}: duplicate action_id {action_id!r}")
         action_ids.add(action_id)
-        if element.get("type") == "button":
-            if len(_text_of(element.get("text"))) > MAX_BUTTON_TEXT:
-                raise BlockKitError(f"block {i}: button text over {MAX_BUTTON_TEXT} characters")
-            if len(str(element.get("value", ""))) > MAX_BUTTON_VALUE:
-                raise BlockKitError(f"block {i}: button value over {MAX_BUTTON_VALUE} characters")
 
 
-def message_blocks(blocks: Iterable[Element | JSON]) -> list[JSON]:
-    """Serialise blocks for a message payload, validated by `validate_message_blocks`."""
-    out = [b if isinstance(b, dict) else b.to_dict() for b in blocks]
-    validate_message_blocks(out)
+def validate_message_blocks(blocks: Sequence[JSON]) -> None:
+    """Refuse blocks that may not go into a `chat.postMessage` / `chat.update` payload:
+    any block slack_sdk's validation refuses, and what only a message rules out (see the
+    module docstring)."""
+    _validate_message_shape(blocks)
+    for i, block in enumerate(blocks):
+        _validate_shown(i, block)
+
+
+def message_blocks(blocks: Iterable[Block | JSON]) -> list[JSON]:
+    """Serialise blocks for a message payload: block objects through slack_sdk's
+    validation, blocks given as JSON parsed and validated the same way, then the message
+    rules of `validate_message_blocks`."""
+    out: list[JSON] = []
+    for i, block in enumerate(blocks):
+        if isinstance(block, dict):
+            _validate_shown(i, block)
+            out.append(block)
+        else:
+            out.append(_model_dict(block))
+    _validate_message_shape(out)
     return out
-
-
-def validate_modal(view: JSON) -> None:
-    if view.get("type") != "modal":
-        raise BlockKitError("a view must be a modal")
-    if len(_text_of(view.get("title"))) > MAX_MODAL_TITLE:
-        raise BlockKitError(f"a modal title is at most {MAX_MODAL_TITLE} characters")
-    if len(view.get("blocks") or []) > MAX_MODAL_BLOCKS:
-        raise BlockKitError(f"a modal holds at most {MAX_MODAL_BLOCKS} blocks")
-    if len(str(view.get("private_metadata", ""))) > MAX_PRIVATE_METADATA:
-        raise BlockKitError(f"private_metadata is at most {MAX_PRIVATE_METADATA} characters")
 
 
 # --- clarify renderings ------------------------------------------------------------------
@@ -328,29 +208,28 @@ def something_else_value(card: Card) -> str:
     return json.dumps({"clarificationId": card.clarification_id, "nonce": card.nonce})
 
 
-def card_blocks(card: Card, *, outcome: str = "", buttons: bool = True) -> list[Element]:
+def card_blocks(card: Card, *, outcome: str = "", buttons: bool = True) -> list[Block]:
     """One card: the question, the excerpt and document link, the quorum note, the outcome
     copy once answered, and the candidate buttons plus "Something else…" while open."""
     cid = card.clarification_id
-    context = [Text(f"“{escape(card.excerpt)}”")] if card.excerpt else []
-    context.append(Text(link(card.document_url, card.document_title)))
-    blocks: list[Element] = [
-        Section(Text(f"*{escape(card.question)}*"), block_id=block_id("q", cid)),
-        Context(context, block_id=block_id("ctx", cid)),
+    context = [mrkdwn(f"“{escape(card.excerpt)}”")] if card.excerpt else []
+    context.append(mrkdwn(link(card.document_url, card.document_title)))
+    blocks: list[Block] = [
+        SectionBlock(text=mrkdwn(f"*{escape(card.question)}*"), block_id=block_id("q", cid)),
+        ContextBlock(elements=context, block_id=block_id("ctx", cid)),
     ]
     if card.note:
-        blocks.append(
-            Context([Text(f":warning: {escape(card.note)}")], block_id=block_id("note", cid))
-        )
+        note = mrkdwn(f":warning: {escape(card.note)}")
+        blocks.append(ContextBlock(elements=[note], block_id=block_id("note", cid)))
     if outcome:
-        blocks.append(Section(Text(escape(outcome)), block_id=block_id("out", cid)))
+        blocks.append(SectionBlock(text=mrkdwn(escape(outcome)), block_id=block_id("out", cid)))
     if buttons and card.buttons:  # a restricted teaser has no candidates: nothing to tap
-        elements: list[Element] = [
-            Button(b.label, f"{ANSWER_ACTION_PREFIX}{b.index}", answer_value(card, b.index))
+        elements = [
+            button(b.label, f"{ANSWER_ACTION_PREFIX}{b.index}", answer_value(card, b.index))
             for b in card.buttons[: MAX_ACTIONS_ELEMENTS - 1]
         ]
-        elements.append(Button(SOMETHING_ELSE, SOMETHING_ELSE_ACTION, something_else_value(card)))
-        blocks.append(Actions(elements, block_id=block_id("act", cid)))
+        elements.append(button(SOMETHING_ELSE, SOMETHING_ELSE_ACTION, something_else_value(card)))
+        blocks.append(ActionsBlock(elements=elements, block_id=block_id("act", cid)))
     return blocks
 
 
@@ -368,18 +247,22 @@ def card_fallback(card: Card) -> str:
 MAX_DIGEST_CARDS = 8
 
 
+def digest_header(count: int) -> HeaderBlock:
+    return header(f"{count} date questions for you")
+
+
 def digest_message(cards: Sequence[Card]) -> list[JSON]:
     """One message listing several cards (each clarification once), each with its own
     buttons; beyond `MAX_DIGEST_CARDS` the rest are pointed to the inbox."""
     unique = list({card.clarification_id: card for card in reversed(cards)}.values())[::-1]
-    cards = unique
     shown = unique[:MAX_DIGEST_CARDS]
-    blocks: list[Element] = [Header(f"{len(cards)} date questions for you")]
+    blocks: list[Block] = [digest_header(len(unique))]
     for card in shown:
-        blocks.append(Divider())
+        blocks.append(DividerBlock())
         blocks.extend(card_blocks(card))
-    if len(cards) > len(shown):
-        blocks.append(Context([Text(f"{len(cards) - len(shown)} more are waiting in your inbox.")]))
+    if len(unique) > len(shown):
+        more = mrkdwn(f"{len(unique) - len(shown)} more are waiting in your inbox.")
+        blocks.append(ContextBlock(elements=[more]))
     return message_blocks(blocks)
 
 
@@ -391,16 +274,14 @@ def escalation_message(escalation: Escalation) -> list[JSON]:
     """The redacted steward escalation: title, links and reasons, never span text, no
     answer buttons."""
     cid = escalation.clarification_id
+    links = [
+        mrkdwn(link(escalation.document_url, escalation.document_title)),
+        mrkdwn(link(escalation.review_url, "Review the clarification")),
+    ]
     return message_blocks(
         [
-            Section(Text(escape(escalation.text)), block_id=block_id("esc", cid)),
-            Context(
-                [
-                    Text(link(escalation.document_url, escalation.document_title)),
-                    Text(link(escalation.review_url, "Review the clarification")),
-                ],
-                block_id=block_id("esclinks", cid),
-            ),
+            SectionBlock(text=mrkdwn(escape(escalation.text)), block_id=block_id("esc", cid)),
+            ContextBlock(elements=links, block_id=block_id("esclinks", cid)),
         ]
     )
 
@@ -422,34 +303,76 @@ def replace_card(blocks: Sequence[JSON], clarification_id: str, new: Sequence[JS
     return out
 
 
-def custom_answer_modal(
+def custom_answer_view(
     *, clarification_id: str, nonce: str, message_ref: str, question: str
-) -> JSON:
+) -> View:
     """The "Something else…" modal: valid from, valid to (optional), where it says so."""
     metadata = json.dumps(
         {"clarificationId": clarification_id, "nonce": nonce, "messageRef": message_ref}
     )
-    view = Modal(
-        title=SOMETHING_ELSE,
+    date_placeholder = plain("Pick a date")
+    return View(
+        type="modal",
         callback_id=CUSTOM_CALLBACK_ID,
+        title=plain(clip(SOMETHING_ELSE, MAX_MODAL_TITLE)),
+        submit=plain("Record"),
+        close=plain("Cancel"),
         private_metadata=metadata,
         blocks=[
-            Section(Text(escape(question))),
-            Input("Valid from", DatePicker(DATE_ACTION), block_id=VALID_FROM_BLOCK),
-            Input(
-                "Valid to",
-                DatePicker(DATE_ACTION),
+            SectionBlock(text=mrkdwn(escape(question))),
+            InputBlock(
+                label=plain("Valid from"),
+                element=DatePickerElement(action_id=DATE_ACTION, placeholder=date_placeholder),
+                block_id=VALID_FROM_BLOCK,
+                optional=False,
+            ),
+            InputBlock(
+                label=plain("Valid to"),
+                element=DatePickerElement(action_id=DATE_ACTION, placeholder=date_placeholder),
                 block_id=VALID_TO_BLOCK,
                 optional=True,
-                hint="Leave empty if it has no end date.",
+                hint=plain("Leave empty if it has no end date."),
             ),
-            Input(
-                "Where does it say so?",
-                PlainTextInput(TEXT_ACTION, multiline=True, max_length=SOURCE_TEXT_MAX),
+            InputBlock(
+                label=plain("Where does it say so?"),
+                element=PlainTextInputElement(
+                    action_id=TEXT_ACTION, multiline=True, max_length=SOURCE_TEXT_MAX
+                ),
                 block_id=SOURCE_TEXT_BLOCK,
                 optional=True,
             ),
         ],
-    ).to_dict()
-    validate_modal(view)
-    return view
+    )
+
+
+def custom_answer_modal(
+    *, clarification_id: str, nonce: str, message_ref: str, question: str
+) -> JSON:
+    """`custom_answer_view` as the `views.open` payload, validated by slack_sdk."""
+    view = custom_answer_view(
+        clarification_id=clarification_id, nonce=nonce, message_ref=message_ref, question=question
+    )
+    try:
+        return view.to_dict()
+    except SlackObjectFormationError as exc:
+        raise BlockKitError(str(exc)) from exc
+
+
+# --- ask in chat -------------------------------------------------------------------------
+
+
+def ask_blocks(body: str, offer: dict[str, Any] | None) -> list[JSON]:
+    """The answer as Block Kit: the (gated) body, and the "Ask <person> now?" button."""
+    blocks: list[Block] = [SectionBlock(text=mrkdwn(clip(escape(body), MAX_SECTION_TEXT)))]
+    if offer:
+        value = json.dumps({"clarificationId": offer["clarificationId"]})
+        ask = button(str(offer["label"]), ASK_NOW_ACTION, value, style="primary")
+        blocks.append(ActionsBlock(elements=[ask], block_id=ASK_NOW_ACTION))
+    return message_blocks(blocks)
+
+
+def ask_now_outcome_blocks(shown: Sequence[Any], text: str) -> list[JSON]:
+    """The "Ask <person> now?" message after the tap: its blocks without the button, and
+    the outcome as a context line."""
+    kept = [b for b in shown if isinstance(b, dict) and b.get("type") != "actions"]
+    return message_blocks([*kept, ContextBlock(elements=[mrkdwn(escape(text))])])

@@ -1,19 +1,21 @@
-"""Slack hooks (CONTRACT §3.5) through slack-bolt's Django adapter.
+"""Slack hooks (CONTRACT §3.5) through slack-bolt's Django adapter: a channel adapter.
 
 `POST /hooks/slack/interactivity` and `POST /hooks/slack/events`. Order for every request:
 
 1. per-IP rate limit (`ratelimit.hook_rate_limited`, in the URLconf) — before the body is read;
 2. the Slack signature and timestamp (`v0:` HMAC, 300 s window) over the raw body — 401 and
    nothing parsed or written otherwise (Bolt verifies again as its first middleware);
-3. Bolt: our `before_authorize` middleware applies the per-tenant rate limit and drops
+3. the payload guard (`guard.slack_payload_problem`: too deep, U+0000) — 400;
+4. Bolt: our `before_authorize` middleware applies the per-tenant rate limit and drops
    already-seen event ids (Slack retries, `X-Slack-Retry-Num`), `authorize` returns the bot
-   token without calling `auth.test`, then the listener: ack → bind identity → process.
+   token without calling `auth.test`, then the listener: ack → parse → process → render.
 
-Identity binding: the Slack user id is resolved to a person only through the
-`slackUserId` alias *in the tenant of the delivery the card's nonce belongs to*; an
-unmapped identity submits nothing and is audited (`card_action_dropped`,
-`UNMAPPED_IDENTITY`). Everything else — nonce, recipient, replay — is
-`delivery.actions.card_action_process`, the path every channel shares.
+A card listener only parses the interaction into a `delivery.actions.CardTap` (the Slack
+user as a `slackUserId` alias identity, the button value or the modal's metadata and
+date inputs) and renders the `CardReply` (`chat.update` of the card, or the modal's
+field errors). Identity binding, the nonce, recipient and replay checks, the custom
+interval, "moved on" and the audit of refused taps are `delivery.actions.card_tap_process`,
+the path every channel shares.
 """
 
 import hashlib
@@ -22,7 +24,6 @@ import logging
 import re
 import threading
 from collections.abc import Callable
-from datetime import date
 from typing import Any
 
 from django.conf import settings
@@ -35,43 +36,54 @@ from slack_bolt.adapter.django import SlackRequestHandler
 from slack_bolt.authorization import AuthorizeResult
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackClientError
+from slack_sdk.models.blocks import Block, DividerBlock
 from slack_sdk.signature import SignatureVerifier
 
 from clarify.models import Clarification
-from clarify.services import audit_event_append
-from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
-from telha.tenancy.selectors import person_by_alias
+from telha.tenancy.models import AliasKind, Person, Tenant
 
-from ..actions import ANSWERED, DROPPED, INVALID, MOVED, ActionOutcome, card_action_process
-from ..cards import MOVED_ON, build_card
+from ..actions import (
+    ANSWERED,
+    DROPPED,
+    INVALID,
+    MOVED,
+    SOURCE_TEXT,
+    UNMAPPED_IDENTITY,
+    VALID_FROM,
+    VALID_TO,
+    CardReply,
+    CardTap,
+    CustomInputs,
+    VerifiedTap,
+    card_tap_process,
+    card_tap_refuse,
+    card_tap_verify,
+    delivery_for_nonce,
+)
+from ..cards import build_card, shown_outcome
 from ..channels.slack import api_url, message_ref, parse_message_ref
+from ..identity import ChatIdentity
 from ..models import Delivery, DeliveryKind, NonceState
 from ..provenance import RESTRICTED_TEASER
 from ..restriction import card_as_it_stands, gated_card
 from ..slack_blocks import (
     ANSWER_ACTION_PREFIX,
+    ASK_NOW_ACTION,
     CUSTOM_CALLBACK_ID,
     DATE_ACTION,
     JSON,
-    MAX_SECTION_TEXT,
     SOMETHING_ELSE_ACTION,
     SOURCE_TEXT_BLOCK,
     TEXT_ACTION,
     VALID_FROM_BLOCK,
     VALID_TO_BLOCK,
-    Actions,
     BlockKitError,
-    Button,
-    Context,
-    Divider,
-    Element,
-    Header,
-    Section,
-    Text,
+    ask_blocks,
+    ask_now_outcome_blocks,
     card_blocks,
     clarification_of_block,
-    clip,
     custom_answer_modal,
+    digest_header,
     escape,
     message_blocks,
     replace_card,
@@ -82,10 +94,15 @@ from .ratelimit import rate_limit_hit, rate_limited_body
 log = logging.getLogger(__name__)
 
 CHANNEL = "slack"
-UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
 MALFORMED_ACTION = "MALFORMED_ACTION"
 EVENT_DEDUPE_SECONDS = 60 * 60  # Slack retries within minutes; keep ids for an hour
 UNMAPPED_TEXT = "Your Slack account is not linked to a person in this workspace."
+# The modal's block for each "Something else…" field (its errors are shown there).
+FIELD_BLOCKS = {
+    VALID_FROM: VALID_FROM_BLOCK,
+    VALID_TO: VALID_TO_BLOCK,
+    SOURCE_TEXT: SOURCE_TEXT_BLOCK,
+}
 
 
 # --- the Bolt app, built lazily from settings ------------------------------------------
@@ -204,25 +221,19 @@ def _json_object(text: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
+def _first_action(body: dict[str, Any]) -> dict[str, Any]:
+    action = (body.get("actions") or [{}])[0]
+    return action if isinstance(action, dict) else {}
+
+
 def _card_value(body: dict[str, Any]) -> dict[str, Any]:
     """The clarify payload an interaction carries: a button's value, or a modal's
     private_metadata."""
     if body.get("type") == "block_actions":
-        actions = body.get("actions") or [{}]
-        return _json_object(actions[0].get("value") if isinstance(actions[0], dict) else None)
+        return _json_object(_first_action(body).get("value"))
     if body.get("type") == "view_submission":
         return _json_object((body.get("view") or {}).get("private_metadata"))
     return {}
-
-
-def _delivery_for(nonce: Any) -> Delivery | None:
-    if not isinstance(nonce, str) or not nonce:
-        return None
-    return (
-        Delivery.objects.select_related("tenant", "clarification", "person")
-        .filter(nonce=nonce[:64])
-        .first()
-    )
 
 
 def _rate_limited(retry_after: int) -> BoltResponse:
@@ -252,7 +263,7 @@ def before_authorize(
             return BoltResponse(status=200, body="")
         return next()
     if body.get("type") in ("block_actions", "view_submission"):
-        delivery = _delivery_for(_card_value(body).get("nonce"))
+        delivery = delivery_for_nonce(_card_value(body).get("nonce"))
         req.context["clarify_delivery"] = delivery
         if delivery is not None:
             retry_after = rate_limit_hit("tenant", str(delivery.tenant_id))
@@ -261,7 +272,7 @@ def before_authorize(
     return next()
 
 
-# --- identity and audit ------------------------------------------------------------------
+# --- identity ----------------------------------------------------------------------------
 
 
 def _slack_user(body: dict[str, Any]) -> str:
@@ -272,67 +283,76 @@ def _team(body: dict[str, Any]) -> str:
     return str((body.get("team") or {}).get("id") or (body.get("user") or {}).get("team_id") or "")
 
 
+def slack_identity(slack_user_id: str, team: str = "") -> ChatIdentity:
+    """A Slack user as an identity: bound to a person only through the `slackUserId`
+    alias."""
+    return ChatIdentity.of_aliases(
+        f"slack:{team}:{slack_user_id}", (AliasKind.SLACK_USER_ID, slack_user_id)
+    )
+
+
+def _identity(body: dict[str, Any]) -> ChatIdentity:
+    return slack_identity(_slack_user(body), _team(body))
+
+
 def slack_person(slack_user_id: str, tenant: Tenant | None = None) -> Person | None:
-    """Identity binding, shared by the answer path and ask in chat: the person holding
-    this verified `slackUserId` alias — in `tenant` when one is known (a card's delivery),
-    else the only such person of any tenant (None when unmapped or ambiguous)."""
+    """Identity binding for ask in chat: the person holding this verified `slackUserId`
+    alias — in `tenant` when one is known, else the only such person of any tenant (None
+    when unmapped or ambiguous)."""
     if not slack_user_id:
         return None
-    if tenant is not None:
-        return person_by_alias(tenant=tenant, kind=AliasKind.SLACK_USER_ID, value=slack_user_id)
-    matches = list(
-        PersonAlias.objects.select_related("person__tenant", "person__user").filter(
-            kind=AliasKind.SLACK_USER_ID,
-            value=normalise_alias(AliasKind.SLACK_USER_ID, slack_user_id),
-            person__erased_at__isnull=True,
-        )[:2]
+    identity = slack_identity(slack_user_id)
+    return identity.person_in(tenant) if tenant is not None else identity.only_person()
+
+
+# --- parsing an interaction into a tap ---------------------------------------------------
+
+
+def _message_location(body: dict[str, Any]) -> tuple[str, str]:
+    container = body.get("container") or {}
+    channel = container.get("channel_id") or (body.get("channel") or {}).get("id") or ""
+    ts = container.get("message_ts") or (body.get("message") or {}).get("ts") or ""
+    return str(channel), str(ts)
+
+
+def _action_key(body: dict[str, Any], action: dict[str, Any]) -> str:
+    """A unique id for this one callback, so an exact replay is dropped."""
+    action_ts = str(action.get("action_ts") or "")
+    trigger = str(body.get("trigger_id") or "")
+    if action_ts or trigger:
+        return f"block_actions:{action_ts}:{trigger}"
+    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
+    return f"block_actions:sha256:{digest}"
+
+
+def _selected(values: dict[str, Any], block: str, action: str, key: str) -> str:
+    value = ((values.get(block) or {}).get(action) or {}).get(key)
+    return value.strip() if isinstance(value, str) else ""
+
+
+def _modal_inputs(view: dict[str, Any]) -> CustomInputs:
+    """The "Something else…" modal's date pickers and text as submitted."""
+    values = (view.get("state") or {}).get("values") or {}
+    return CustomInputs(
+        valid_from=_selected(values, VALID_FROM_BLOCK, DATE_ACTION, "selected_date"),
+        valid_to=_selected(values, VALID_TO_BLOCK, DATE_ACTION, "selected_date"),
+        source_text=_selected(values, SOURCE_TEXT_BLOCK, TEXT_ACTION, "value"),
     )
-    if len(matches) > 1:
-        log.warning("slack identity maps to people of several tenants; ignored")
-    return matches[0].person if len(matches) == 1 else None
 
 
-def _actor(delivery: Delivery, slack_user_id: str) -> Person | None:
-    """The person holding this Slack user id in the delivery's tenant, or None."""
-    return slack_person(slack_user_id, delivery.tenant)
-
-
-def _audit_drop(delivery: Delivery, reason: str, **detail: Any) -> None:
-    audit_event_append(
-        tenant=delivery.tenant,
-        clarification=delivery.clarification,
-        type="card_action_dropped",
-        detail={"reason": reason, "channel": CHANNEL, **detail},
+def _tap(body: dict[str, Any], value: dict[str, Any], **parsed: Any) -> CardTap:
+    """A tap from the interaction: the card's clarification and nonce as its value (or
+    the modal's metadata) carries them, the rest as parsed by the listener."""
+    return CardTap(
+        channel=CHANNEL,
+        identity=_identity(body),
+        clarification_id=value.get("clarificationId"),
+        nonce=value.get("nonce"),
+        **parsed,
     )
 
 
-def _bound_actor(delivery: Delivery | None, body: dict[str, Any]) -> tuple[Person | None, bool]:
-    """(actor, refused): an unmapped Slack identity is audited and refused here, before
-    anything is submitted."""
-    if delivery is None:
-        return None, False
-    slack_user = _slack_user(body)
-    actor = _actor(delivery, slack_user)
-    if actor is None:
-        _audit_drop(delivery, UNMAPPED_IDENTITY, identity=f"slack:{_team(body)}:{slack_user}"[:100])
-        return None, True
-    return actor, False
-
-
-def _identity(body: dict[str, Any]) -> str:
-    return f"slack:{_team(body)}:{_slack_user(body)}"
-
-
-def _identity_tenant(delivery: Delivery | None, body: dict[str, Any]) -> Tenant | None:
-    """The tenant to audit a tap against when its nonce names no delivery: the tenant of
-    the person the Slack identity maps to (only when that is unambiguous)."""
-    if delivery is not None:
-        return delivery.tenant
-    person = slack_person(_slack_user(body))
-    return person.tenant if person is not None else None
-
-
-# --- re-rendering the card after an outcome --------------------------------------------
+# --- rendering a reply: the card as it now stands, the modal's errors --------------------
 
 
 def _fresh(clarification_id: Any) -> Clarification:
@@ -341,13 +361,11 @@ def _fresh(clarification_id: Any) -> Clarification:
     )
 
 
-def _card_for(delivery: Delivery, outcome_text: str = "") -> list[Element]:
+def _card_for(delivery: Delivery, outcome_text: str = "") -> list[Block]:
     """The delivery's card as it now stands (`card_as_it_stands`): buttons only while they
     answer, else "moved on" unless an outcome is shown."""
     card, answers = card_as_it_stands(delivery)
-    if not outcome_text and not answers:
-        outcome_text = MOVED_ON
-    return card_blocks(card, outcome=outcome_text, buttons=answers)
+    return card_blocks(card, outcome=shown_outcome(outcome_text, answers), buttons=answers)
 
 
 def _updated_blocks(
@@ -372,9 +390,9 @@ def _updated_blocks(
         return message_blocks(kept)
     if len(siblings) <= 1:
         return new
-    blocks: list[Element] = [Header(f"{len(siblings)} date questions for you")]
+    blocks: list[Block] = [digest_header(len(siblings))]
     for sibling in siblings:
-        blocks.append(Divider())
+        blocks.append(DividerBlock())
         if sibling.clarification_id == delivery.clarification_id:
             blocks.extend(_card_for(delivery, outcome_text))
         else:
@@ -383,42 +401,33 @@ def _updated_blocks(
 
 
 def _update_message(
-    client: WebClient,
-    delivery: Delivery,
-    ref: str,
-    outcome: ActionOutcome,
-    shown: list[JSON] | None = None,
+    client: WebClient, reply: CardReply, ref: str, shown: list[JSON] | None = None
 ) -> None:
+    """`chat.update` of the tapped card's message with the reply's outcome."""
     location = parse_message_ref(ref)
-    if location is None:
+    if reply.delivery is None or location is None:
         return
     channel, ts = location
     try:
-        blocks = _updated_blocks(delivery, ref, outcome.text, shown)
-        client.chat_update(channel=channel, ts=ts, text=outcome.text, blocks=blocks)
+        blocks = _updated_blocks(reply.delivery, ref, reply.text, shown)
+        client.chat_update(channel=channel, ts=ts, text=reply.text, blocks=blocks)
     except (SlackClientError, OSError, BlockKitError) as exc:
         # The answer is recorded either way; the card just keeps its old look.
         log.warning("chat.update of %s failed: %s", ref, exc)
 
 
-def _message_location(body: dict[str, Any]) -> tuple[str, str]:
-    container = body.get("container") or {}
-    channel = container.get("channel_id") or (body.get("channel") or {}).get("id") or ""
-    ts = container.get("message_ts") or (body.get("message") or {}).get("ts") or ""
-    return str(channel), str(ts)
+def _modal_errors(reply: CardReply) -> dict[str, str]:
+    """The modal's field errors for a refused submission (empty: it closes)."""
+    if reply.errors:
+        return {FIELD_BLOCKS[name]: text for name, text in reply.errors.items()}
+    if reply.reason == UNMAPPED_IDENTITY:
+        return {VALID_FROM_BLOCK: UNMAPPED_TEXT}
+    if reply.status in (INVALID, DROPPED):
+        return {VALID_FROM_BLOCK: reply.text[:150]}
+    return {}
 
 
-def _action_key(body: dict[str, Any], action: dict[str, Any]) -> str:
-    """A unique id for this one callback, so an exact replay is dropped."""
-    action_ts = str(action.get("action_ts") or "")
-    trigger = str(body.get("trigger_id") or "")
-    if action_ts or trigger:
-        return f"block_actions:{action_ts}:{trigger}"
-    digest = hashlib.sha256(json.dumps(body, sort_keys=True).encode()).hexdigest()
-    return f"block_actions:sha256:{digest}"
-
-
-# --- listeners ---------------------------------------------------------------------------
+# --- card listeners ----------------------------------------------------------------------
 
 
 def ack_only(ack: Callable[..., None]) -> None:
@@ -429,67 +438,39 @@ def ack_only(ack: Callable[..., None]) -> None:
 def on_answer(
     ack: Callable[..., None], body: dict[str, Any], client: WebClient, context: BoltContext
 ) -> None:
-    """A candidate button: ack, bind the Slack user to a person, process the tap, and
-    update the card with the outcome copy."""
+    """A candidate button: ack, process the tap, update the card with the outcome copy."""
     ack()
-    action = (body.get("actions") or [{}])[0]
+    action = _first_action(body)
     value = _json_object(action.get("value"))
     delivery: Delivery | None = context.get("clarify_delivery")
     if delivery is not None and value.get("kind") != "clarify_answer":
-        _audit_drop(delivery, MALFORMED_ACTION)
-        return
-    actor, refused = _bound_actor(delivery, body)
-    if refused:
+        card_tap_refuse(delivery, MALFORMED_ACTION, CHANNEL)
         return
     channel, ts = _message_location(body)
     ref = message_ref(channel, ts) if channel and ts else None
-    outcome = card_action_process(
-        channel=CHANNEL,
-        actor=actor,
-        clarification_id=value.get("clarificationId"),
-        nonce=value.get("nonce"),
-        answer_index=value.get("answerIndex"),
-        action_id=_action_key(body, action),
-        message_ref=ref,
-        actor_identity=_identity(body),
-        tenant=_identity_tenant(delivery, body),
-    )
-    log.info("slack tap: %s %s", outcome.status, outcome.reason)
-    if delivery is not None and ref and outcome.status in (ANSWERED, MOVED):
-        shown = (body.get("message") or {}).get("blocks")
-        _update_message(client, delivery, ref, outcome, shown if isinstance(shown, list) else None)
-
-
-def on_something_else(
-    ack: Callable[..., None], body: dict[str, Any], client: WebClient, context: BoltContext
-) -> None:
-    """ "Something else…": open the date-range modal for the card's recipient."""
-    ack()
-    value = _json_object(((body.get("actions") or [{}])[0]).get("value"))
-    delivery: Delivery | None = context.get("clarify_delivery")
-    if delivery is None:
-        card_action_process(
-            channel=CHANNEL,
-            actor=None,
-            clarification_id=value.get("clarificationId"),
-            nonce=None,
-            actor_identity=_identity(body),
-            tenant=_identity_tenant(None, body),
+    reply = card_tap_process(
+        _tap(
+            body,
+            value,
+            answer_index=value.get("answerIndex"),
+            action_id=_action_key(body, action),
+            message_ref=ref,
         )
-        return
-    actor, refused = _bound_actor(delivery, body)
-    if refused or actor is None:
-        return
-    reason = None
-    if str(delivery.clarification_id) != str(value.get("clarificationId")):
-        reason = "NONCE_CLARIFICATION_MISMATCH"
-    elif actor.pk != delivery.person_id:
-        reason = "NOT_RECIPIENT"
-    elif delivery.nonce_state == NonceState.REVOKED:
-        reason = "STALE_NONCE"
-    if reason is not None:
-        _audit_drop(delivery, reason, identity=_identity(body)[:100])
-        return
+    )
+    log.info("slack tap: %s %s", reply.status, reply.reason)
+    if ref and reply.status in (ANSWERED, MOVED):
+        shown = (body.get("message") or {}).get("blocks")
+        _update_message(client, reply, ref, shown if isinstance(shown, list) else None)
+
+
+def on_something_else(ack: Callable[..., None], body: dict[str, Any], client: WebClient) -> None:
+    """ "Something else…": the tap's checks (`card_tap_verify`), then the date-range
+    modal for the card's recipient."""
+    ack()
+    checked = card_tap_verify(_tap(body, _json_object(_first_action(body).get("value"))))
+    if not isinstance(checked, VerifiedTap):
+        return  # refused and audited
+    delivery = checked.delivery
     channel, ts = _message_location(body)
     clar = _fresh(delivery.clarification_id)
     view = custom_answer_modal(
@@ -504,80 +485,35 @@ def on_something_else(
         log.warning("views.open failed: %s", exc)
 
 
-def _selected(values: dict[str, Any], block: str, action: str, key: str) -> str:
-    value = ((values.get(block) or {}).get(action) or {}).get(key)
-    return value.strip() if isinstance(value, str) else ""
-
-
-def custom_interval(values: dict[str, Any]) -> tuple[dict[str, Any] | None, dict[str, str]]:
-    """The modal's answer as `answerCustom` (RFC 3339 dates at 00:00Z), or field errors
-    keyed by block id."""
-    raw_from = _selected(values, VALID_FROM_BLOCK, DATE_ACTION, "selected_date")
-    raw_to = _selected(values, VALID_TO_BLOCK, DATE_ACTION, "selected_date")
-    source_text = _selected(values, SOURCE_TEXT_BLOCK, TEXT_ACTION, "value")
-    errors: dict[str, str] = {}
-    parsed: dict[str, date | None] = {}
-    for block, raw in ((VALID_FROM_BLOCK, raw_from), (VALID_TO_BLOCK, raw_to)):
-        try:
-            parsed[block] = date.fromisoformat(raw) if raw else None
-        except ValueError:
-            errors[block] = "Pick a date from the calendar."
-    start, end = parsed.get(VALID_FROM_BLOCK), parsed.get(VALID_TO_BLOCK)
-    if not errors and start is None:
-        errors[VALID_FROM_BLOCK] = "Pick the date it takes effect."
-    if not errors and start is not None and end is not None and end <= start:
-        errors[VALID_TO_BLOCK] = "The end date must be after the start date."
-    if len(source_text) > 2000:
-        errors[SOURCE_TEXT_BLOCK] = "At most 2000 characters."
-    if errors:
-        return None, errors
-    return (
-        {
-            "validFrom": f"{start.isoformat()}T00:00:00Z" if start else None,
-            "validTo": f"{end.isoformat()}T00:00:00Z" if end else None,
-            "sourceText": source_text or None,
-        },
-        {},
-    )
-
-
 def on_custom_answer(
     ack: Callable[..., None], body: dict[str, Any], client: WebClient, context: BoltContext
 ) -> None:
-    """The modal's submission, validated against the same delivery record as a tap."""
+    """The modal's submission: a tap with the modal's inputs, checked against the same
+    delivery record as a button; refused ones keep the modal open with the error."""
     view = body.get("view") or {}
     meta = _json_object(view.get("private_metadata"))
-    answer, errors = custom_interval((view.get("state") or {}).get("values") or {})
-    if answer is None:
-        ack(response_action="errors", errors=errors)
-        return
     delivery: Delivery | None = context.get("clarify_delivery")
-    actor, refused = _bound_actor(delivery, body)
-    if refused:
-        ack(response_action="errors", errors={VALID_FROM_BLOCK: UNMAPPED_TEXT})
-        return
     ref = str(meta.get("messageRef") or "")
     if delivery is not None and delivery.message_ref and ref != delivery.message_ref:
         ref = delivery.message_ref  # only ever update the message this card was sent as
     key = body.get("trigger_id") or view.get("hash") or ""
-    outcome = card_action_process(
-        channel=CHANNEL,
-        actor=actor,
-        clarification_id=meta.get("clarificationId"),
-        nonce=meta.get("nonce"),
-        answer_custom=answer,
-        action_id=f"view_submission:{view.get('id', '')}:{key}",
-        message_ref=ref or None,
-        actor_identity=_identity(body),
-        tenant=_identity_tenant(delivery, body),
+    reply = card_tap_process(
+        _tap(
+            body,
+            meta,
+            custom=_modal_inputs(view),
+            action_id=f"view_submission:{view.get('id', '')}:{key}",
+            message_ref=ref or None,
+        )
     )
-    log.info("slack custom answer: %s %s", outcome.status, outcome.reason)
-    if outcome.status in (INVALID, DROPPED):
-        ack(response_action="errors", errors={VALID_FROM_BLOCK: outcome.text[:150]})
+    log.info("slack custom answer: %s %s", reply.status, reply.reason)
+    errors = _modal_errors(reply)
+    if errors:
+        ack(response_action="errors", errors=errors)
         return
     ack()
-    if delivery is not None and ref:
-        _update_message(client, delivery, ref, outcome)
+    if ref:
+        _update_message(client, reply, ref)
 
 
 # --- ask in chat (ASK_ENABLED) -----------------------------------------------------------
@@ -588,7 +524,6 @@ def on_custom_answer(
 # the gated body. An `app_mention` in a shared channel is answered by direct message: the
 # answer is scoped to what the asker may read, not to what the channel's members may read.
 
-ASK_NOW_ACTION = "clarify_ask_now"
 ASK_DM_POINTER = "I've sent you my answer in a direct message."
 ASK_EMPTY_TEXT = "Ask me about a fact, for example “when does the MSA start?”"
 ASK_FAILED_TEXT = "Sorry, I couldn't answer that. Try again, or ask in your Telha inbox."
@@ -606,16 +541,6 @@ def _post(client: WebClient, **kwargs: Any) -> bool:
         log.warning("ask: chat.postMessage failed: %s", exc)
         return False
     return True
-
-
-def ask_blocks(body: str, offer: dict[str, Any] | None) -> list[JSON]:
-    """The answer as Block Kit: the (gated) body, and the "Ask <person> now?" button."""
-    blocks: list[Element] = [Section(Text(clip(escape(body), MAX_SECTION_TEXT)))]
-    if offer:
-        value = json.dumps({"clarificationId": offer["clarificationId"]})
-        button = Button(str(offer["label"]), ASK_NOW_ACTION, value, style="primary")
-        blocks.append(Actions([button], block_id="clarify_ask_now"))
-    return message_blocks(blocks)
 
 
 def _answer_event(event: dict[str, Any], client: WebClient, *, in_dm: bool) -> None:
@@ -679,7 +604,7 @@ def on_ask_now(ack: Callable[..., None], body: dict[str, Any], client: WebClient
     value = _json_object(action.get("value") if isinstance(action, dict) else None)
     person = slack_person(_slack_user(body))
     if person is None:
-        log.info("ask now: unmapped slack identity %s; nothing queued", _identity(body)[:60])
+        log.info("ask now: unmapped slack identity %s; nothing queued", _identity(body).label[:60])
         text = UNMAPPED_TEXT
     else:
         text = ask_now(requester=person, clarification_id=value.get("clarificationId"))
@@ -689,8 +614,7 @@ def on_ask_now(ack: Callable[..., None], body: dict[str, Any], client: WebClient
     shown = (body.get("message") or {}).get("blocks")
     try:
         if ts and isinstance(shown, list):
-            kept = [b for b in shown if isinstance(b, dict) and b.get("type") != "actions"]
-            blocks = message_blocks([*kept, Context([Text(escape(text))])])
+            blocks = ask_now_outcome_blocks(shown, text)
             client.chat_update(channel=channel, ts=ts, text=escape(text), blocks=blocks)
         else:
             client.chat_postMessage(channel=channel, text=escape(text))

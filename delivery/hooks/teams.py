@@ -1,10 +1,16 @@
-"""`POST /hooks/teams/messages`: Bot Framework activities. The token is verified before
-anything else; anything unverifiable is 401 and changes nothing."""
+"""`POST /hooks/teams/messages`: Bot Framework activities, a channel adapter. The token
+is verified before anything else; anything unverifiable is 401 and changes nothing.
+
+A card action (an `adaptiveCard/action` invoke, or the `Action.Submit` fallback message)
+is parsed into a `delivery.actions.CardTap` — the sender bound to a person through a
+verified alias (`teamsUserId`, then `aadOid`) in the card's tenant, the action's data and
+its "Something else…" inputs — and the `CardReply` rendered as the invoke response (the
+card re-rendered as it now stands, or a message). The checks are
+`delivery.actions.card_tap_process`, the path every channel shares."""
 
 import json
 import logging
 import uuid
-from datetime import date
 from typing import Any
 
 from django.conf import settings
@@ -15,13 +21,24 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from clarify.models import Clarification
-from clarify.services import audit_event_append
 from telha.common.parsers import json_problem
 from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
-from telha.tenancy.selectors import person_by_alias
 
-from ..actions import ANSWERED, INVALID, card_action_process
-from ..cards import MOVED_ON, Card
+from ..actions import (
+    ANSWERED,
+    DROPPED_TEXT,
+    INVALID,
+    MOVED,
+    UNMAPPED_IDENTITY,
+    CardReply,
+    CardTap,
+    CustomInputs,
+    card_tap_process,
+    card_tap_refuse,
+    delivery_for_nonce,
+)
+from ..cards import Card, shown_outcome
+from ..identity import ChatIdentity
 from ..models import Delivery, DeliveryKind, TeamsConversation
 from ..restriction import card_as_it_stands
 from ..teams_auth import TeamsAuthError, check_service_url, verify_token
@@ -32,7 +49,6 @@ from .ratelimit import rate_limit_hit, too_many_requests
 log = logging.getLogger("telha.audit")
 MAX_BODY_BYTES = 256 * 1024
 CHANNEL = "teams"
-UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
 UNMAPPED_TEXT = "Your Teams account is not linked to a person here."
 
 
@@ -53,14 +69,15 @@ def _sender_aliases(activity: dict[str, Any]) -> list[tuple[str, str]]:
     ]
 
 
+def teams_identity(activity: dict[str, Any]) -> ChatIdentity:
+    """The sender as an identity: bound to a person only through their verified aliases."""
+    return ChatIdentity.of_aliases(identity_of(activity), *_sender_aliases(activity))
+
+
 def person_for(activity: dict[str, Any], tenant: Tenant) -> Person | None:
     """The tenant's person behind an activity, through a verified alias only
     (`teamsUserId`, then `aadOid`); None when unmapped in that tenant."""
-    for kind, value in _sender_aliases(activity):
-        person = person_by_alias(tenant=tenant, kind=kind, value=value)
-        if person is not None:
-            return person
-    return None
+    return teams_identity(activity).person_in(tenant)
 
 
 def people_for(activity: dict[str, Any]) -> list[Person]:
@@ -119,12 +136,7 @@ def action_data(activity: dict[str, Any]) -> dict[str, Any] | None:
 
 def delivery_of(data: dict[str, Any] | None) -> Delivery | None:
     """The delivery record a card action's nonce belongs to (hence its tenant), or None."""
-    nonce = data.get("nonce") if data else None
-    if not isinstance(nonce, str) or not nonce:
-        return None
-    return (
-        Delivery.objects.select_related("tenant", "clarification").filter(nonce=nonce[:64]).first()
-    )
+    return delivery_for_nonce(data.get("nonce") if data else None)
 
 
 def _tenant_of_ask_now(data: dict[str, Any] | None) -> Tenant | None:
@@ -169,45 +181,21 @@ def remember_conversation(person: Any, activity: dict[str, Any]) -> None:
     TeamsConversation.objects.update_or_create(person=person, defaults=fields)
 
 
-DATE_FORMAT_ERROR = "Dates must look like 2026-06-12."
-START_REQUIRED_ERROR = "Pick the date it takes effect (a start date is required)."
-ORDER_ERROR = "The end date must be after the start date."
-SOURCE_TEXT_ERROR = "Where it says so: at most 2000 characters."
-
-
-def _day(raw: Any) -> date | None:
-    """An `Input.Date` value (`YYYY-MM-DD`; empty → None), or ValueError."""
-    text = str(raw or "").strip()
-    return date.fromisoformat(text) if text else None
-
-
-def custom_answer(data: dict[str, Any]) -> tuple[dict[str, Any] | None, str]:
-    """The "Something else…" inputs (merged into the action data by Teams) as
-    `answerCustom` (RFC 3339 dates at 00:00Z), or an error to show on the card. Checked
-    here, before the answer path, so an invalid interval writes nothing."""
+def custom_inputs(data: dict[str, Any]) -> CustomInputs:
+    """The "Something else…" inputs Teams merged into the action data (a digest item's
+    inputs carry its clarification id: `validFrom:<id>`)."""
     suffix = str(data.get("clarificationId") or "")
 
-    def field(name: str) -> Any:  # a digest item's inputs carry its clarification id
+    def field(name: str) -> Any:
         suffixed = input_id(name, suffix)
         return data.get(suffixed) if suffixed in data else data.get(name)
 
-    try:
-        start, end = _day(field("validFrom")), _day(field("validTo"))
-    except ValueError:
-        return None, DATE_FORMAT_ERROR
     source_text = field("sourceText")
-    source_text = source_text.strip() if isinstance(source_text, str) else ""
-    if start is None:
-        return None, START_REQUIRED_ERROR
-    if end is not None and end <= start:
-        return None, ORDER_ERROR
-    if len(source_text) > 2000:
-        return None, SOURCE_TEXT_ERROR
-    return {
-        "validFrom": f"{start.isoformat()}T00:00:00Z",
-        "validTo": f"{end.isoformat()}T00:00:00Z" if end else None,
-        "sourceText": source_text or None,
-    }, ""
+    return CustomInputs(
+        valid_from=str(field("validFrom") or ""),
+        valid_to=str(field("validTo") or ""),
+        source_text=source_text if isinstance(source_text, str) else "",
+    )
 
 
 def _digest_siblings(delivery: Delivery) -> list[Delivery]:
@@ -231,19 +219,15 @@ def _digest_siblings(delivery: Delivery) -> list[Delivery]:
 
 
 def _refreshed_card(
-    person: Any, nonce: str, outcome_text: str = "", error: str = ""
+    delivery: Delivery | None, outcome_text: str = "", error: str = ""
 ) -> dict[str, Any] | None:
-    """The message of this nonce re-rendered for its recipient (None for anyone else),
-    through the same restriction gate as what was sent. Teams replaces the whole message
-    with it, so a digest comes back whole: the tapped item with its outcome or error, the
-    others as they now stand (buttons while open and answerable, "moved on" once closed
-    or once their nonce was revoked, e.g. by a re-ask)."""
-    delivery = (
-        Delivery.objects.select_related("clarification").filter(nonce=nonce[:64]).first()
-        if nonce
-        else None
-    )
-    if delivery is None or person is None or delivery.person_id != person.pk:
+    """The message of the tapped card re-rendered for its recipient (None when the tap
+    named no card of theirs), through the same restriction gate as what was sent. Teams
+    replaces the whole message with it, so a digest comes back whole: the tapped item with
+    its outcome or error, the others as they now stand (buttons while open and
+    answerable, "moved on" once closed or once their nonce was revoked, e.g. by a
+    re-ask)."""
+    if delivery is None:
         return None
     siblings = _digest_siblings(delivery)
     if len(siblings) <= 1:
@@ -254,58 +238,56 @@ def _refreshed_card(
     for sibling in siblings:
         card, answers = card_as_it_stands(sibling)
         cards.append(card)
-        if sibling.pk == delivery.pk:
-            outcomes[card.clarification_id] = outcome_text
-        elif not answers:
-            outcomes[card.clarification_id] = MOVED_ON
+        mine = sibling.pk == delivery.pk
+        outcomes[card.clarification_id] = outcome_text if mine else shown_outcome("", answers)
     errors = {str(delivery.clarification_id): error} if error else {}
     return digest_card(cards, outcomes=outcomes, errors=errors)
 
 
+def card_tap_of(person: Person, data: dict[str, Any], activity: dict[str, Any]) -> CardTap:
+    """A card action as a tap by the (already bound) person."""
+    custom = custom_inputs(data) if data.get("custom") else None
+    conversation = (activity.get("conversation") or {}).get("id", "")
+    return CardTap(
+        channel=CHANNEL,
+        identity=ChatIdentity.of_person(person, identity_of(activity)),
+        clarification_id=data.get("clarificationId"),
+        nonce=str(data.get("nonce") or ""),
+        answer_index=None if custom is not None else data.get("answerIndex"),
+        custom=custom,
+        action_id=str(activity.get("id") or "")[:200] or None,
+        message_ref=f"teams:{conversation}:{activity.get('replyToId', '')}"[:500],
+    )
+
+
+def reply_body(reply: CardReply) -> dict[str, Any]:
+    """The invoke response for a tap's reply: the card re-rendered with the error or the
+    outcome, else the refusal as a message."""
+    if reply.status == INVALID:
+        return _card_response(_refreshed_card(reply.delivery, error=reply.text))
+    if reply.status in (ANSWERED, MOVED):
+        return _card_response(_refreshed_card(reply.delivery, outcome_text=reply.text))
+    return _message_body(reply.text)
+
+
 def handle_action(person: Any, data: dict[str, Any], activity: dict[str, Any]) -> dict[str, Any]:
-    """A card action through the shared answer path; returns the invoke response body."""
+    """A card action through the shared tap path; returns the invoke response body."""
     if not isinstance(data, dict) or data.get("kind") != "clarify_answer":
         return {
             "statusCode": 400,
             "type": "application/vnd.microsoft.error",
             "value": {"code": "BadRequest", "message": "Not a clarify action."},
         }
-    nonce = str(data.get("nonce") or "")
-    custom: dict[str, Any] | None = None
-    if data.get("custom"):
-        custom, error = custom_answer(data)
-        if custom is None:
-            return _card_response(_refreshed_card(person, nonce, error=error))
-    outcome = card_action_process(
-        channel="teams",
-        actor=person,
-        clarification_id=data.get("clarificationId"),
-        nonce=nonce,
-        answer_index=None if custom is not None else data.get("answerIndex"),
-        answer_custom=custom,
-        action_id=str(activity.get("id") or "")[:200] or None,
-        message_ref=f"teams:{(activity.get('conversation') or {}).get('id', '')}:"
-        f"{activity.get('replyToId', '')}"[:500],
-        actor_identity=str((activity.get("from") or {}).get("id", "")),
-    )
-    if outcome.status == INVALID:
-        return _card_response(_refreshed_card(person, nonce, error=outcome.text))
-    if outcome.status == ANSWERED or outcome.text.startswith(MOVED_ON):
-        return _card_response(_refreshed_card(person, nonce, outcome_text=outcome.text))
-    return {
-        "statusCode": 200,
-        "type": "application/vnd.microsoft.activity.message",
-        "value": outcome.text,
-    }
+    return reply_body(card_tap_process(card_tap_of(person, data, activity)))
+
+
+def _message_body(text: str) -> dict[str, Any]:
+    return {"statusCode": 200, "type": "application/vnd.microsoft.activity.message", "value": text}
 
 
 def _card_response(card: dict[str, Any] | None) -> dict[str, Any]:
     if card is None:
-        return {
-            "statusCode": 200,
-            "type": "application/vnd.microsoft.activity.message",
-            "value": "This card can no longer be used.",
-        }
+        return _message_body(DROPPED_TEXT)
     return {"statusCode": 200, "type": "application/vnd.microsoft.card.adaptive", "value": card}
 
 
@@ -388,22 +370,11 @@ def _unmapped(activity: dict[str, Any], delivery: Delivery | None) -> HttpRespon
     kind = activity.get("type")
     identity = identity_of(activity)
     if delivery is not None:
-        audit_event_append(
-            tenant=delivery.tenant,
-            clarification=delivery.clarification,
-            type="card_action_dropped",
-            detail={"reason": UNMAPPED_IDENTITY, "channel": CHANNEL, "identity": identity},
-        )
+        card_tap_refuse(delivery, UNMAPPED_IDENTITY, CHANNEL, {"identity": identity})
     else:
         log.info("unmapped teams identity %s (%s) submitted nothing", identity, kind)
     if kind == "invoke":
-        return JsonResponse(
-            {
-                "statusCode": 200,
-                "type": "application/vnd.microsoft.activity.message",
-                "value": UNMAPPED_TEXT,
-            }
-        )
+        return JsonResponse(_message_body(UNMAPPED_TEXT))
     return HttpResponse(status=200)
 
 

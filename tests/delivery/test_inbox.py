@@ -254,16 +254,22 @@ def test_something_else_binds_a_custom_interval(submit, with_passwords):
 @pytest.mark.parametrize(
     ("form", "message"),
     [
+        # The "Something else…" checks every channel shares (delivery.actions).
         (
             {"valid_from": "2027-06-15", "valid_to": "2026-06-15"},
-            "validFrom must be before validTo",
+            "The end date must be after the start date.",
         ),
         (
             {"valid_from": "2026-06-15", "valid_to": "2026-06-15"},
-            "validFrom must be before validTo",
+            "The end date must be after the start date.",
         ),
         ({"valid_from": "15/06/2026", "valid_to": ""}, "Dates must look like 2026-06-12."),
-        ({"valid_from": "", "valid_to": ""}, "answerCustom needs validFrom or validTo."),
+        ({"valid_from": "", "valid_to": ""}, "a start date is required"),
+        ({"valid_from": "", "valid_to": "2027-06-15"}, "a start date is required"),
+        (
+            {"valid_from": "2026-06-15", "source_text": "x" * 2001},
+            "at most 2000 characters",
+        ),
         ({"answer_index": "7"}, "answerIndex 7 is not a candidate."),
         ({"answer_index": "one"}, "is not a candidate"),
     ],
