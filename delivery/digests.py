@@ -34,8 +34,6 @@ from .restriction import excerpt_for_chat, gated_card, restricted_content_blocke
 
 def digests_flush(*, now: Any = None) -> int:
     """Send every due digest; returns how many digest messages went out."""
-    from .worker import route_for
-
     now = now or timezone.now()
     window = timedelta(minutes=settings.CLARIFY["DIGEST_WINDOW_MINUTES"])
     queued = Delivery.objects.filter(status=DeliveryStatus.QUEUED_DIGEST)
@@ -45,79 +43,92 @@ def digests_flush(*, now: Any = None) -> int:
     sent = 0
     for person_id in due_people:
         with transaction.atomic():
-            mine = queued.filter(person_id=person_id)
-            locked = list(
-                Clarification.objects.select_for_update()
-                .filter(pk__in=mine.values("clarification_id"))
-                .order_by("pk")
-                .values_list("pk", flat=True)
-            )
-            items = list(
-                mine.select_for_update(of=("self",))
-                .filter(clarification_id__in=locked)
-                .select_related(
-                    "person__user", "clarification__source_version__source", "clarification__tenant"
-                )
-                .order_by("created_at")
-            )
-            open_items = [
-                d
-                for d in items
-                if d.clarification.state not in (State.ANSWERED, State.CONFLICTED)
-                and d.nonce_state == NonceState.ACTIVE
-            ]
-            if not open_items:
-                Delivery.objects.filter(pk__in=[d.pk for d in items]).update(
-                    status=DeliveryStatus.SENT, sent_at=now
-                )
-                continue
-            person = open_items[0].person
-            open_items = _readable(open_items)
-            if not open_items:  # the dropped ones are failed; the closed ones need nothing
-                Delivery.objects.filter(
-                    pk__in=[d.pk for d in items], status=DeliveryStatus.QUEUED_DIGEST
-                ).update(status=DeliveryStatus.SENT, sent_at=now)
-                continue
-            route = route_for(
-                person,
-                aliases_for([person.pk]).get(str(person.pk), {}),
-                policy_for(person.tenant).channel_order,
-            )
-            if route is None:
-                continue
-            cards = [
-                build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification))
-                for d in open_items
-            ]
-            if route.channel.name != "inbox":
-                cards = [
-                    _gated(c, d, route.channel.name) for c, d in zip(cards, open_items, strict=True)
-                ]
-            try:
-                ref = route.channel.send_digest(address=route.address, cards=cards)
-            except DeliveryError:
-                continue
-            Delivery.objects.filter(pk__in=[d.pk for d in open_items]).update(
-                status=DeliveryStatus.SENT, sent_at=now, message_ref=ref[:500]
-            )
-            Delivery.objects.filter(
-                pk__in=[d.pk for d in items], status=DeliveryStatus.QUEUED_DIGEST
-            ).update(status=DeliveryStatus.SENT, sent_at=now)
-            for d in open_items:
-                audit_event_append(
-                    tenant=d.tenant,
-                    clarification=d.clarification,
-                    type="delivered",
-                    detail={
-                        "attempt": d.attempt,
-                        "candidate": str(person.pk),
-                        "channel": route.channel.name,
-                        "digest": len(cards),
-                        "nonceState": d.nonce_state,
-                    },
-                )
-            sent += 1
+            sent += _flush(queued.filter(person_id=person_id), now)
     return sent
+
+
+def _locked(mine: Any) -> list[Delivery]:
+    """A person's queued items, locked in the answer's order: their clarifications first,
+    then the deliveries."""
+    locked = list(
+        Clarification.objects.select_for_update()
+        .filter(pk__in=mine.values("clarification_id"))
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    return list(
+        mine.select_for_update(of=("self",))
+        .filter(clarification_id__in=locked)
+        .select_related(
+            "person__user", "clarification__source_version__source", "clarification__tenant"
+        )
+        .order_by("created_at")
+    )
+
+
+def _mark_sent(items: list[Delivery], now: Any) -> None:
+    """The items still queued are done with (sent, or closed before they went out)."""
+    Delivery.objects.filter(
+        pk__in=[d.pk for d in items], status=DeliveryStatus.QUEUED_DIGEST
+    ).update(status=DeliveryStatus.SENT, sent_at=now)
+
+
+def _flush(mine: Any, now: Any) -> int:
+    """One person's digest, in the caller's transaction: 1 if it went out, else 0."""
+    from .worker import route_for
+
+    items = _locked(mine)
+    open_items = [
+        d
+        for d in items
+        if d.clarification.state not in (State.ANSWERED, State.CONFLICTED)
+        and d.nonce_state == NonceState.ACTIVE
+    ]
+    person = open_items[0].person if open_items else None
+    open_items = _readable(open_items)
+    if person is None or not open_items:  # the dropped ones are failed; closed ones need nothing
+        _mark_sent(items, now)
+        return 0
+    route = route_for(
+        person,
+        aliases_for([person.pk]).get(str(person.pk), {}),
+        policy_for(person.tenant).channel_order,
+    )
+    if route is None:
+        return 0
+    cards = [
+        build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)) for d in open_items
+    ]
+    if route.channel.name != "inbox":
+        cards = [_gated(c, d, route.channel.name) for c, d in zip(cards, open_items, strict=True)]
+    try:
+        ref = route.channel.send_digest(address=route.address, cards=cards)
+    except DeliveryError:
+        return 0
+    Delivery.objects.filter(pk__in=[d.pk for d in open_items]).update(
+        status=DeliveryStatus.SENT, sent_at=now, message_ref=ref[:500]
+    )
+    _mark_sent(items, now)
+    for d in open_items:
+        _audit(
+            d,
+            "delivered",
+            candidate=str(person.pk),
+            channel=route.channel.name,
+            digest=len(cards),
+            nonceState=d.nonce_state,
+        )
+    return 1
+
+
+def _audit(d: Delivery, type: str, **detail: Any) -> None:
+    """An event of a digest item's clarification, naming the item's attempt first."""
+    audit_event_append(
+        tenant=d.tenant,
+        clarification=d.clarification,
+        type=type,
+        detail={"attempt": d.attempt, **detail},
+    )
 
 
 def _readable(items: list[Delivery]) -> list[Delivery]:
@@ -134,17 +145,7 @@ def _readable(items: list[Delivery]) -> list[Delivery]:
         Delivery.objects.filter(pk=d.pk).update(
             status=DeliveryStatus.FAILED, nonce_state=NonceState.REVOKED
         )
-        audit_event_append(
-            tenant=d.tenant,
-            clarification=d.clarification,
-            type="skipped",
-            detail={
-                "attempt": d.attempt,
-                "candidate": str(d.person_id),
-                "reason": reason,
-                "digest": True,
-            },
-        )
+        _audit(d, "skipped", candidate=str(d.person_id), reason=reason, digest=True)
         if d.job_id is not None and job_attempt_skip(
             job_id=d.job_id, attempt=d.attempt, reason=reason, detail="dropped from the digest"
         ):
