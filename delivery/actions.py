@@ -227,7 +227,7 @@ def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
             delivery, UNMAPPED_IDENTITY, tap.channel, {"identity": tap.identity.label[:100]}
         )
     if not _recorded(tap, delivery, record):
-        return _refuse(delivery, "REPLAYED_ACTION", tap, {"actionId": str(tap.action_id)[:200]})
+        return _refuse_replay(tap, delivery)
     if delivery is None:
         return _refuse_unknown(tap)
     if str(delivery.clarification_id) != str(tap.clarification_id):
@@ -241,12 +241,14 @@ def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
     return VerifiedTap(delivery=delivery, person=person)
 
 
-def _refuse(
-    delivery: Delivery | None, reason: str, tap: CardTap, detail: dict[str, Any]
-) -> CardReply:
-    """A refusal audited on the delivery's clarification, or logged when there is none."""
+def _refuse_replay(tap: CardTap, delivery: Delivery | None) -> CardReply:
+    """An exact replay of a callback: audited on the delivery's clarification, or logged
+    when its nonce names none."""
+    reason = "REPLAYED_ACTION"
     if delivery is not None:
-        return card_tap_refuse(delivery, reason, tap.channel, detail)
+        return card_tap_refuse(
+            delivery, reason, tap.channel, {"actionId": str(tap.action_id)[:200]}
+        )
     audit_log.warning("card_action_dropped reason=%s channel=%s", reason, tap.channel)
     return CardReply(DROPPED, DROPPED_TEXT, reason=reason)
 

@@ -473,15 +473,15 @@ def on_something_else(ack: Callable[..., None], body: dict[str, Any], client: We
     delivery = checked.delivery
     channel, ts = _message_location(body)
     clar = _fresh(delivery.clarification_id)
-    view = custom_answer_modal(
-        clarification_id=str(clar.pk),
-        nonce=delivery.nonce,
-        message_ref=message_ref(channel, ts) if channel and ts else delivery.message_ref,
-        question=gated_card(build_card(clar, delivery.nonce, ""), clar)[0].question,
-    )
     try:
+        view = custom_answer_modal(
+            clarification_id=str(clar.pk),
+            nonce=delivery.nonce,
+            message_ref=message_ref(channel, ts) if channel and ts else delivery.message_ref,
+            question=gated_card(build_card(clar, delivery.nonce, ""), clar)[0].question,
+        )
         client.views_open(trigger_id=str(body.get("trigger_id") or ""), view=view)
-    except (SlackClientError, OSError) as exc:
+    except (SlackClientError, OSError, BlockKitError) as exc:
         log.warning("views.open failed: %s", exc)
 
 
