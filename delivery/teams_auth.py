@@ -2,10 +2,17 @@
 `https://api.botframework.com`, audience = TEAMS_APP_ID, expiry with 5 minutes of skew,
 keys from the OpenID metadata's JWKS (cached; refetched on an unknown key id, at most once
 per `JWKS_REFRESH_COOLDOWN_SECONDS` so forged key ids cannot make every request fetch the
-JWKS), and the token's `serviceurl` claim equal to the activity's `serviceUrl`."""
+JWKS), and, once the activity is read (`check_activity`), the token's `serviceurl` claim
+equal to the activity's `serviceUrl` and the signing key endorsed for the activity's
+channel: the Bot Framework publishes each key with the channels it may sign for
+(`"endorsements": ["msteams", …]` in the JWKS), and a token is only valid for an activity
+whose `channelId` its key's endorsements include (Bot Framework authentication spec).
+The endorsements are read from the key PyJWT's `PyJWKClient` resolved, which keeps the
+JWK as published."""
 
 import threading
 import time
+from dataclasses import dataclass
 from typing import Any
 
 import jwt
@@ -13,6 +20,7 @@ import requests
 from django.conf import settings
 
 ISSUER = "https://api.botframework.com"
+TEAMS_CHANNEL = "msteams"
 LEEWAY_SECONDS = 300
 METADATA_TTL_SECONDS = 24 * 3600
 JWKS_REFRESH_COOLDOWN_SECONDS = 30
@@ -53,8 +61,24 @@ def reset_cache() -> None:
         _clients.clear()
 
 
-def verify_token(authorization: str) -> dict[str, Any]:
-    """The verified claims of a `Bearer` token, or `TeamsAuthError`."""
+@dataclass(frozen=True)
+class VerifiedToken:
+    """A token's verified claims and the channels its signing key is endorsed for."""
+
+    claims: dict[str, Any]
+    endorsements: tuple[str, ...]
+
+
+def _endorsements(key: jwt.PyJWK) -> tuple[str, ...]:
+    published = key._jwk_data.get("endorsements")  # the JWK as the JWKS published it
+    if not isinstance(published, list):
+        return ()
+    return tuple(e for e in published if isinstance(e, str))
+
+
+def verify_token(authorization: str) -> VerifiedToken:
+    """The verified claims of a `Bearer` token and its key's endorsements, or
+    `TeamsAuthError`."""
     if not settings.TEAMS_APP_ID:
         raise TeamsAuthError("Teams is not configured")
     scheme, _, token = (authorization or "").partition(" ")
@@ -65,7 +89,7 @@ def verify_token(authorization: str) -> dict[str, Any]:
         if header.get("alg") != "RS256":
             raise TeamsAuthError("unexpected algorithm")
         key = _jwks_client().get_signing_key(header.get("kid", ""))
-        return jwt.decode(
+        claims = jwt.decode(
             token,
             key.key,
             algorithms=["RS256"],
@@ -76,6 +100,19 @@ def verify_token(authorization: str) -> dict[str, Any]:
         )
     except (jwt.PyJWTError, jwt.PyJWKClientError) as exc:
         raise TeamsAuthError(str(exc)) from exc
+    return VerifiedToken(claims=claims, endorsements=_endorsements(key))
+
+
+def check_activity(token: VerifiedToken, activity: dict[str, Any]) -> None:
+    """The token may speak for this activity: its `serviceurl` claim is the activity's
+    `serviceUrl`, the activity is a Teams one (`channelId` "msteams": this hook binds
+    Teams identities only), and its key is endorsed for that channel."""
+    check_service_url(token.claims, activity)
+    channel = activity.get("channelId")
+    if channel != TEAMS_CHANNEL:
+        raise TeamsAuthError("not a Microsoft Teams activity")
+    if channel not in token.endorsements:
+        raise TeamsAuthError("the signing key is not endorsed for the activity's channel")
 
 
 def check_service_url(claims: dict[str, Any], activity: dict[str, Any]) -> None:

@@ -41,7 +41,7 @@ from ..cards import Card, shown_outcome
 from ..identity import ChatIdentity
 from ..models import Delivery, DeliveryKind, TeamsConversation
 from ..restriction import card_as_it_stands
-from ..teams_auth import TeamsAuthError, check_service_url, verify_token
+from ..teams_auth import TeamsAuthError, check_activity, verify_token
 from ..teams_cards import MAX_DIGEST_CARDS, digest_card, input_id, question_card
 from . import teams_ask
 from .ratelimit import rate_limit_hit, too_many_requests
@@ -294,10 +294,11 @@ def _card_response(card: dict[str, Any] | None) -> dict[str, Any]:
 @csrf_exempt
 @require_POST
 def messages(request: HttpRequest) -> HttpResponse:
-    """Order: the token (401), the body (413/400), the service URL (401), the per-tenant
-    rate limit (429), identity binding, then the activity."""
+    """Order: the token (401), the body (413/400), the service URL and the key's
+    endorsement of the activity's channel (401), the per-tenant rate limit (429),
+    identity binding, then the activity."""
     try:
-        claims = verify_token(request.headers.get("Authorization", ""))
+        token = verify_token(request.headers.get("Authorization", ""))
     except TeamsAuthError as exc:
         return _unauthorized(str(exc))
     if len(request.body) > MAX_BODY_BYTES:
@@ -315,7 +316,7 @@ def messages(request: HttpRequest) -> HttpResponse:
             {"code": "MALFORMED_REQUEST", "detail": "Not a JSON activity."}, status=400
         )
     try:
-        check_service_url(claims, activity)
+        check_activity(token, activity)
     except TeamsAuthError as exc:
         return _unauthorized(str(exc))
     kind = activity.get("type")

@@ -28,6 +28,8 @@ APP_PASSWORD = "teams-app-password-for-tests"
 HS256_SECRET = APP_PASSWORD + "-used-as-an-hmac-key"  # what a forger might try
 MESSAGES = "/hooks/teams/messages"
 KID = "stub-key-1"
+# A second key in the same key set, endorsed for another channel only (not msteams).
+UNENDORSED_KID = "stub-key-webchat-only"
 ALICE_TEAMS_ID = "29:1alice-teams-user-id"
 ALICE_OID = "oid-alice"
 ALICE_CONVERSATION = "a:1alice-personal-chat"
@@ -39,11 +41,17 @@ _activity_ids = itertools.count(1)
 _KEYS: dict[str, LocalKey] = {}
 
 
-def local_key(kid: str) -> LocalKey:
-    """The session's locally generated RSA key with this key id."""
+def local_key(kid: str, endorsements: tuple[str, ...] | None = ("msteams",)) -> LocalKey:
+    """The session's locally generated RSA key with this key id (endorsed as given the
+    first time it is asked for)."""
     if kid not in _KEYS:
-        _KEYS[kid] = LocalKey.generate(kid)
+        _KEYS[kid] = LocalKey.generate(kid, endorsements)
     return _KEYS[kid]
+
+
+def unendorsed_key() -> LocalKey:
+    """The key set's second key: endorsed for `webchat`, not for `msteams`."""
+    return local_key(UNENDORSED_KID, ("webchat",))
 
 
 def claims_for(service_url: str, **overrides: Any) -> dict[str, Any]:
@@ -136,6 +144,7 @@ def message_submit(
 def teams_stub() -> Iterator[TeamsStub]:
     running = RunningStub()
     running.stub.publish(local_key(KID))
+    running.stub.publish(unendorsed_key())
     try:
         yield running.stub
     finally:

@@ -33,25 +33,25 @@ ISSUER = "https://api.botframework.com"
 
 @dataclass(frozen=True)
 class LocalKey:
-    """A locally generated RSA key pair with a key id."""
+    """A locally generated RSA key pair with a key id, and the channels the JWKS says it
+    may sign for (`endorsements`; None leaves the field out)."""
 
     kid: str
     private_key: rsa.RSAPrivateKey
+    endorsements: tuple[str, ...] | None = ("msteams",)
 
     @classmethod
-    def generate(cls, kid: str) -> "LocalKey":
-        return cls(kid, rsa.generate_private_key(public_exponent=65537, key_size=2048))
+    def generate(cls, kid: str, endorsements: tuple[str, ...] | None = ("msteams",)) -> "LocalKey":
+        key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
+        return cls(kid, key, endorsements)
 
     def jwk(self) -> dict[str, Any]:
         """The public half as a JWK, as the Bot Framework publishes it."""
         public = json.loads(RSAAlgorithm.to_jwk(self.private_key.public_key()))
-        return {
-            **public,
-            "kid": self.kid,
-            "use": "sig",
-            "alg": "RS256",
-            "endorsements": ["msteams"],
-        }
+        jwk = {**public, "kid": self.kid, "use": "sig", "alg": "RS256"}
+        if self.endorsements is not None:
+            jwk["endorsements"] = list(self.endorsements)
+        return jwk
 
     def sign(self, claims: dict[str, Any], *, kid: str | None = None) -> str:
         """`claims` signed RS256 with this key; the header's `kid` is ours unless

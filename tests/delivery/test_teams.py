@@ -37,6 +37,7 @@ from .conftest_teams import (
     invoke_action,
     local_key,
     message_submit,
+    unendorsed_key,
 )
 
 CARD_TYPE = "application/vnd.microsoft.card.adaptive"
@@ -323,6 +324,7 @@ BAD_TOKENS = [
     "garbage",
     "hs256",
     "alg_none",
+    "key_not_endorsed_for_msteams",
 ]
 
 
@@ -358,6 +360,8 @@ def _bad_request(how: str, teams_token: Any) -> dict[str, Any]:
         return {"authorization": "Bearer not.a.jwt"}
     if how == "hs256":
         return {"token": teams_token(alg="HS256")}
+    if how == "key_not_endorsed_for_msteams":  # in the key set, endorsed for webchat only
+        return {"token": teams_token(key=unendorsed_key())}
     if how == "alg_none":
         claims = {"iss": "https://api.botframework.com", "aud": APP_ID, "exp": now + 600}
         unsigned = jwt.encode(claims, "", algorithm="none", headers={"kid": KID})
@@ -384,7 +388,15 @@ def test_an_unverifiable_invoke_is_401_and_writes_nothing(
     assert ResponseRecord.objects.filter(clarification=card.clar).count() == 1
 
 
-@pytest.mark.parametrize("how", ["wrong_issuer", "unknown_kid_other_key", "mismatched_serviceurl"])
+@pytest.mark.parametrize(
+    "how",
+    [
+        "wrong_issuer",
+        "unknown_kid_other_key",
+        "mismatched_serviceurl",
+        "key_not_endorsed_for_msteams",
+    ],
+)
 def test_an_unverifiable_conversation_update_stores_no_reference(
     teams_post, teams_token, teams_stub, teams_alice, how
 ):
@@ -393,6 +405,53 @@ def test_an_unverifiable_conversation_update_stores_no_reference(
     assert resp.status_code == 401
     assert counts() == before
     assert not TeamsConversation.objects.exists()
+
+
+def test_the_key_set_holds_both_keys_and_only_the_endorsed_one_is_accepted(
+    teams_post, teams_token, teams_stub, teams_alice
+):
+    """Both keys verify as signatures (they are in the published set); only the key whose
+    endorsements include the activity's channel (msteams) may speak for it."""
+    published = {k["kid"]: k.get("endorsements") for k in teams_stub.keys}
+    assert published == {KID: ["msteams"], unendorsed_key().kid: ["webchat"]}
+    update = conversation_update(teams_stub.service_url)
+    resp = teams_post(update, token=teams_token(key=unendorsed_key()))
+    assert resp.status_code == 401
+    assert resp.json() == {
+        "code": "UNAUTHENTICATED",
+        "detail": "the signing key is not endorsed for the activity's channel",
+    }
+    assert not TeamsConversation.objects.exists()
+    assert teams_post(update).status_code == 200
+    assert TeamsConversation.objects.filter(person=teams_alice).count() == 1
+
+
+@pytest.mark.parametrize(
+    "endorsements, channel",
+    [
+        (None, "msteams"),  # a key published without endorsements
+        ((), "msteams"),  # … or with none
+        (("webchat",), "webchat"),  # endorsed for the channel it claims, which is not Teams
+        (("msteams",), None),  # an activity that names no channel
+        (("msteams",), "MSTEAMS"),  # channel ids compare exactly
+    ],
+)
+def test_a_key_not_endorsed_for_the_teams_channel_is_401_and_writes_nothing(
+    teams_post, teams_token, teams_stub, teams_alice, endorsements, channel
+):
+    key = local_key(f"stub-key-endorsed-{endorsements}", endorsements)
+    teams_stub.publish(key)
+    activity = conversation_update(teams_stub.service_url)
+    if channel is None:
+        del activity["channelId"]
+    else:
+        activity["channelId"] = channel
+    before, snapshot = counts(), rows()
+    resp = teams_post(activity, token=teams_token(key=key))
+    assert resp.status_code == 401, resp.content
+    assert resp.json()["code"] == "UNAUTHENTICATED"
+    assert counts() == before
+    assert rows() == snapshot
 
 
 def test_a_token_expired_two_minutes_ago_is_within_the_skew(
