@@ -16,3 +16,8 @@ ROOT_URLCONF = "bench.urls"
 
 # The bench app: the idiomatic baseline's model (its table is created by the benchmark).
 INSTALLED_APPS = [*INSTALLED_APPS, "bench"]  # noqa: F405
+# Static files as they are in the apps (nothing collected before a benchmark).
+STORAGES = {
+    **STORAGES,  # noqa: F405
+    "staticfiles": {"BACKEND": "django.contrib.staticfiles.storage.StaticFilesStorage"},
+}

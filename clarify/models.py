@@ -12,6 +12,7 @@ from typing import Any, TypeVar
 
 from django.db import models
 
+from telha.common.observability import audit_events_count
 from telha.common.rows import rows_insert
 from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.tenancy.models import Rights, Tenant
@@ -55,6 +56,11 @@ class State(models.TextChoices):
     CONFLICTED = "conflicted"
     EXPIRED = "expired"
     DEAD_LETTERED = "dead_lettered"
+
+
+# Not yet answered (answered clarifications pile up); /metrics counts only these
+# (`clarification_unresolved`).
+UNRESOLVED_STATES = tuple(s for s in State if s != State.ANSWERED)
 
 
 class QuorumState(models.TextChoices):
@@ -143,6 +149,13 @@ class Clarification(models.Model):
         indexes = [
             models.Index(fields=["tenant", "state", "severity"]),
             models.Index(fields=["tenant", "-created_at", "id"]),
+            # /metrics: the unanswered ones by state and severity, from an index of just
+            # those rows.
+            models.Index(
+                fields=["state", "severity"],
+                condition=models.Q(state__in=UNRESOLVED_STATES),
+                name="clarification_unresolved",
+            ),
         ]
         ordering = ["-created_at", "id"]
 
@@ -219,9 +232,14 @@ audit_log = logging.getLogger("clarify.audit")
 
 def _log_appended(events: Iterable["AuditEvent"]) -> None:
     """Every appended audit event is also a log line, so it carries the current request
-    id: the submission's, the worker's (restored from its job) or the answer's."""
+    id: the submission's, the worker's (restored from its job) or the answer's; and is
+    counted for /metrics once committed (telha.common.observability)."""
+    counted = []
     for event in events:
         audit_log.info("audit %s clarification=%s", event.type, event.clarification_id or "-")
+        reason = event.detail.get("reason") if isinstance(event.detail, dict) else None
+        counted.append((event.type, str(reason or "")))
+    audit_events_count(counted)
 
 
 _Event = TypeVar("_Event", bound="AuditEvent")

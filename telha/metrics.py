@@ -1,87 +1,108 @@
 """`GET /metrics` in the Prometheus text format (behind METRICS_ENABLED; optionally a
-bearer METRICS_TOKEN): clarifications by state and severity, deliveries and skips by
-reason, job queue depth and age, answer latency."""
+bearer METRICS_TOKEN).
+
+Two sources, both cheap however large the database grows:
+
+- what the processes counted (`telha.common.observability`: requests and latency per
+  endpoint, answer latency by outcome, audit and delivery events as they are appended).
+  Under gunicorn with `PROMETHEUS_MULTIPROC_DIR` a scrape adds up the files every process
+  on the host wrote there (prometheus_client's multiprocess mode), so every worker
+  answers the same totals; without it, this process's own values;
+- gauges read from the database at scrape time, only ever over the unfinished work and
+  through partial indexes that hold just those rows: clarifications not yet answered by
+  state and severity (`clarification_unresolved`), jobs pending or leased by kind
+  (`job_backlog`), and the age of the oldest ready job per kind. Finished rows — answered
+  clarifications, done jobs, the audit trail — are never scanned; their flow is in the
+  counters.
+"""
 
 import hmac
+import os
+from collections.abc import Iterator
 
+import prometheus_client
 from django.conf import settings
 from django.db.models import Count, Min
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
+from prometheus_client.core import GaugeMetricFamily, Metric
+from prometheus_client.multiprocess import MultiProcessCollector
+from prometheus_client.registry import Collector
 
-from clarify.models import AuditEvent, Clarification
-from telha.common.observability import ANSWER_LATENCY, Histogram
-from telha.jobs.models import Job, JobStatus
+from clarify.models import UNRESOLVED_STATES, Clarification
+from telha.common.observability import PROCESS_REGISTRY
+from telha.jobs.models import BACKLOG_STATUSES, Job, JobStatus
 
-DELIVERY_EVENTS = ("delivered", "skipped", "digested", "delivery_failed", "escalated")
-
-
-def _escape(value: object) -> str:
-    return str(value).replace("\\", "\\\\").replace('"', '\\"').replace("\n", " ")
+CONTENT_TYPE = "text/plain; version=0.0.4"
 
 
-def render_metrics() -> str:
-    lines = [
-        "# HELP telha_clarifications Clarifications by state and severity.",
-        "# TYPE telha_clarifications gauge",
-    ]
-    for clar_row in (
-        Clarification.objects.values("state", "severity").annotate(n=Count("id")).order_by()
-    ):
-        lines.append(
-            f'telha_clarifications{{state="{clar_row["state"]}",'
-            f'severity="{clar_row["severity"]}"}} {clar_row["n"]}'
+class DatabaseGauges(Collector):
+    """The gauges read from the database at each scrape."""
+
+    def collect(self) -> Iterator[Metric]:
+        clarifications = GaugeMetricFamily(
+            "telha_clarifications",
+            "Clarifications not yet answered, by state and severity.",
+            labels=["state", "severity"],
         )
-    lines += [
-        "# HELP telha_delivery_events_total Deliveries, skips and failures by reason.",
-        "# TYPE telha_delivery_events_total counter",
-    ]
-    events = (
-        AuditEvent.objects.filter(type__in=DELIVERY_EVENTS)
-        .values("type", "detail__reason")
-        .annotate(n=Count("id"))
-        .order_by()
-    )
-    for event_row in events:
-        reason = event_row["detail__reason"] or ""
-        lines.append(
-            f'telha_delivery_events_total{{event="{event_row["type"]}",'
-            f'reason="{_escape(reason)}"}} {event_row["n"]}'
+        rows = (
+            Clarification.objects.filter(state__in=UNRESOLVED_STATES)
+            .values_list("state", "severity")
+            .annotate(n=Count("*"))
+            .order_by()
         )
-    lines += ["# HELP telha_jobs Jobs by kind and status.", "# TYPE telha_jobs gauge"]
-    for job_row in Job.objects.values("kind", "status").annotate(n=Count("id")).order_by():
-        lines.append(
-            f'telha_jobs{{kind="{_escape(job_row["kind"])}",status="{job_row["status"]}"}} '
-            f"{job_row['n']}"
+        for state, severity, n in rows:
+            clarifications.add_metric([state, severity], n)
+        yield clarifications
+        jobs = GaugeMetricFamily(
+            "telha_jobs", "Jobs pending or leased, by kind and status.", labels=["kind", "status"]
         )
-    lines += [
-        "# HELP telha_job_ready_age_seconds Age of the oldest ready job per kind.",
-        "# TYPE telha_job_ready_age_seconds gauge",
-    ]
-    now = timezone.now()
-    ready = (
-        Job.objects.filter(status=JobStatus.PENDING, run_after__lte=now)
-        .values("kind")
-        .annotate(oldest=Min("run_after"))
-        .order_by()
-    )
-    for ready_row in ready:
-        age = max(0.0, (now - ready_row["oldest"]).total_seconds())
-        lines.append(
-            f'telha_job_ready_age_seconds{{kind="{_escape(ready_row["kind"])}"}} {age:.3f}'
+        backlog = (
+            Job.objects.filter(status__in=BACKLOG_STATUSES)
+            .values_list("kind", "status")
+            .annotate(n=Count("*"))
+            .order_by()
         )
-    counts, total, seconds = ANSWER_LATENCY.snapshot()
-    lines += [
-        "# HELP telha_answer_latency_seconds Answer endpoint latency (this process).",
-        "# TYPE telha_answer_latency_seconds histogram",
-    ]
-    for bound, count in zip(Histogram.BUCKETS, counts, strict=True):
-        lines.append(f'telha_answer_latency_seconds_bucket{{le="{bound}"}} {count}')
-    lines.append(f'telha_answer_latency_seconds_bucket{{le="+Inf"}} {total}')
-    lines.append(f"telha_answer_latency_seconds_sum {seconds:.6f}")
-    lines.append(f"telha_answer_latency_seconds_count {total}")
-    return "\n".join(lines) + "\n"
+        for kind, status, n in backlog:
+            jobs.add_metric([kind, status], n)
+        yield jobs
+        yield self._ready_age()
+
+    def _ready_age(self) -> GaugeMetricFamily:
+        ready = GaugeMetricFamily(
+            "telha_job_ready_age_seconds",
+            "Age of the oldest job ready to run, by kind.",
+            labels=["kind"],
+        )
+        now = timezone.now()
+        oldest = (
+            Job.objects.filter(status=JobStatus.PENDING, run_after__lte=now)
+            .values_list("kind")
+            .annotate(oldest=Min("run_after"))
+            .order_by()
+        )
+        for kind, run_after in oldest:
+            ready.add_metric([kind], max(0.0, (now - run_after).total_seconds()))
+        return ready
+
+
+def render_metrics() -> bytes:
+    """Every metric in the Prometheus text format."""
+    registry = prometheus_client.CollectorRegistry()
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        MultiProcessCollector(registry)  # every process's files in the directory
+    else:
+        registry.register(_ThisProcess())
+    registry.register(DatabaseGauges())
+    return prometheus_client.generate_latest(registry)
+
+
+class _ThisProcess(Collector):
+    """This process's own values, without multiprocess mode."""
+
+    def collect(self) -> Iterator[Metric]:
+        yield from PROCESS_REGISTRY.collect()
 
 
 @require_GET
@@ -93,4 +114,4 @@ def metrics(request: HttpRequest) -> HttpResponse:
         given = request.headers.get("Authorization", "").removeprefix("Bearer ").strip()
         if not hmac.compare_digest(given, token):
             return HttpResponse("unauthorized\n", status=401, content_type="text/plain")
-    return HttpResponse(render_metrics(), content_type="text/plain; version=0.0.4")
+    return HttpResponse(render_metrics(), content_type=CONTENT_TYPE)

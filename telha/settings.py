@@ -6,8 +6,15 @@ import environ
 from django.core.exceptions import ImproperlyConfigured
 from django.core.management.utils import get_random_secret_key
 
+from telha.devenv import dev_env_load
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = BASE_DIR / "var"
+
+# `make run` writes var/dev.env once (DEBUG=1, a generated SECRET_KEY), so every process
+# of the development stack and every command typed in a second shell here signs with the
+# same key. Read unless DEBUG=0 is set explicitly; the environment wins (telha.devenv).
+DEV_ENV_READ = dev_env_load(VAR_DIR / "dev.env")
 
 env = environ.Env()
 
@@ -23,6 +30,8 @@ CSRF_TRUSTED_ORIGINS = env.list("CSRF_TRUSTED_ORIGINS", default=[])
 PUBLIC_BASE_URL = env.str("PUBLIC_BASE_URL", default="http://127.0.0.1:8000")
 
 INSTALLED_APPS = [
+    # runserver (make run) leaves static files to whitenoise, as gunicorn does in production
+    "whitenoise.runserver_nostatic",
     "telha.admin_apps.TelhaAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
@@ -43,11 +52,14 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "telha.common.observability.MetricsMiddleware",  # outermost: times every request
     "telha.common.observability.RequestIdMiddleware",
     "telha.common.dbfail.DatabaseUnavailableMiddleware",
     "telha.common.middleware.RequestBodyLimitMiddleware",
     "telha.common.middleware.NulCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
+    # Static files from the app itself (compressed, hashed names, far-future cache headers)
+    "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -116,7 +128,20 @@ USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
-STATIC_ROOT = VAR_DIR / "static"
+# `telha collectstatic --noinput` (a deploy step) copies every app's static files here;
+# whitenoise serves them under gunicorn. With DEBUG=1 (make run) they are served from the
+# apps' folders as they are, with nothing collected.
+STATIC_ROOT = env.str("STATIC_ROOT", default=str(VAR_DIR / "static"))
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {
+        "BACKEND": (
+            "django.contrib.staticfiles.storage.StaticFilesStorage"
+            if DEBUG
+            else "whitenoise.storage.CompressedManifestStaticFilesStorage"
+        )
+    },
+}
 MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 12 * 1024 * 1024
@@ -194,7 +219,21 @@ ASK_ENABLED = env.bool("ASK_ENABLED", default=False)
 CLARIFY_CHANNELS = env.list("CLARIFY_CHANNELS", default=["teams", "slack", "inbox"])
 HOOK_RATE_LIMIT_PER_MINUTE = env.int("HOOK_RATE_LIMIT_PER_MINUTE", default=600)
 
+# State shared by every process (hook rate limits, Slack event dedupe): CACHE_URL=redis://…
+# in production gives Django's own Redis cache; the default is one process's memory.
 CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://telha")}
+if env.str("CACHE_URL", default="").startswith(("redis://", "rediss://")):
+    from redis.backoff import NoBackoff
+    from redis.retry import Retry
+
+    CACHES["default"]["BACKEND"] = "django.core.cache.backends.redis.RedisCache"
+    # A Redis that is down or unreachable costs a request about a second, not redis-py's
+    # default retries with backoff; the hooks then answer 503 (delivery.hooks.ratelimit).
+    # Options in the URL's query (`?socket_timeout=2`) win.
+    _redis_options = CACHES["default"].setdefault("OPTIONS", {})
+    _redis_options.setdefault("socket_connect_timeout", 1.0)
+    _redis_options.setdefault("socket_timeout", 1.0)
+    _redis_options.setdefault("retry", Retry(NoBackoff(), 1))
 
 SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
 SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")

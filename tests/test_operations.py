@@ -6,6 +6,7 @@ and stderr are the ones an operator sees; the connection closing at the end of a
 is switched off so the test transaction survives it.
 """
 
+import contextlib
 import io
 import json
 import logging
@@ -28,9 +29,7 @@ from django.utils import timezone
 from clarify.models import AuditEvent, Clarification, QuorumState, ResponseRecord, State
 from clarify.services import audit_event_append
 from delivery.models import Delivery, NonceState
-from telha.common import observability
 from telha.common.observability import (
-    Histogram,
     JsonFormatter,
     RequestIdFilter,
     request_id_var,
@@ -441,113 +440,143 @@ def family(samples: dict, name: str) -> dict[tuple[tuple[str, str], ...], float]
     return {labels: value for (n, labels), value in samples.items() if n == name}
 
 
-@pytest.fixture
-def latency(monkeypatch):
-    """A fresh answer-latency histogram that also records every observed duration."""
-    hist = Histogram()
-    hist.observed = []
-    observe = hist.observe
-
-    def recording(seconds: float) -> None:
-        hist.observed.append(seconds)
-        observe(seconds)
-
-    hist.observe = recording
-    monkeypatch.setattr(observability, "ANSWER_LATENCY", hist)
-    monkeypatch.setattr("telha.metrics.ANSWER_LATENCY", hist)
-    return hist
+def scrape(client: Any) -> dict[tuple[str, tuple[tuple[str, str], ...]], float]:
+    resp = client.get("/metrics")
+    assert resp.status_code == 200, resp.content
+    return parse_metrics(resp.content.decode())
 
 
-def test_metrics_are_404_when_disabled(client, settings, db):
-    settings.METRICS_ENABLED = False
-    assert client.get("/metrics").status_code == 404
-    settings.METRICS_TOKEN = "s3cret"  # a token does not switch them on
-    resp = client.get("/metrics", headers={"Authorization": "Bearer s3cret"})
-    assert resp.status_code == 404
+def grown(after: dict, before: dict, name: str) -> dict[tuple[tuple[str, str], ...], float]:
+    """How much each sample of `name` grew between two scrapes (counters, histograms:
+    the process's metrics accumulate over the whole test run)."""
+    out = {}
+    for labels, value in family(after, name).items():
+        change = value - before.get((name, labels), 0.0)
+        if change:
+            out[labels] = change
+    return out
 
 
 def test_metrics_in_the_prometheus_text_format(
-    client, settings, flow, latency, person_client, submit, workspace
+    client, settings, flow, person_client, submit, workspace, django_capture_on_commit_callbacks
 ):
     settings.METRICS_ENABLED = True
     settings.METRICS_TOKEN = ""
-    # Three answers through the endpoint (one refused: still an answer request) …
+    before = scrape(client)
     olga, sam = person_client("olga"), person_client("sam")
-    assert answer(olga, flow.partial, 1).json()["outcome"] == "bound"
-    assert answer(olga, flow.open, 2).json()["outcome"] == "bound"
-    assert answer(person_client("vera"), flow.bound, 7).status_code == 422
-    # … and one that is not an answer (no latency sample).
-    assert sam.get(f"/v1/clarifications/{flow.bound}").status_code == 200
-    # A pending job that has waited two minutes; a skipped candidate (no inbox login).
-    waiting = submit("waiting", links=[("AUTHORED_BY", "bob")])
-    Job.objects.filter(subject=waiting).update(run_after=timezone.now() - timedelta(minutes=2))
-    audit_event_append(
-        tenant=workspace, type="skipped", detail={"attempt": 0, "reason": "NO_DELIVERY_ALIAS"}
-    )
-    audit_event_append(
-        tenant=workspace, type="skipped", detail={"attempt": 1, "reason": 'odd "reason"\\'}
-    )
+    with django_capture_on_commit_callbacks(execute=True):
+        # Three answers through the endpoint (one refused: still an answer request) …
+        assert answer(olga, flow.partial, 1).json()["outcome"] == "bound"
+        assert answer(olga, flow.open, 2).json()["outcome"] == "bound"
+        refused = answer(person_client("vera"), flow.bound, 7)
+        assert refused.status_code == 422
+        # … and one that is not an answer (no answer-latency sample).
+        assert sam.get(f"/v1/clarifications/{flow.bound}").status_code == 200
+        # A pending job that has waited two minutes; skipped candidates.
+        waiting = submit("waiting", links=[("AUTHORED_BY", "bob")])
+        Job.objects.filter(subject=waiting).update(run_after=timezone.now() - timedelta(minutes=2))
+        audit_event_append(
+            tenant=workspace, type="skipped", detail={"attempt": 0, "reason": "NO_DELIVERY_ALIAS"}
+        )
+        audit_event_append(
+            tenant=workspace, type="skipped", detail={"attempt": 1, "reason": 'odd "reason"\\'}
+        )
+    text = client.get("/metrics").content.decode()
+    after = parse_metrics(text)
 
     resp = client.get("/metrics")
-
-    assert resp.status_code == 200
     assert resp["Content-Type"] == "text/plain; version=0.0.4"
-    text = resp.content.decode()
     assert text.endswith("\n")
-    samples = parse_metrics(text)
     for name, kind in [
         ("telha_clarifications", "gauge"),
-        ("telha_delivery_events_total", "counter"),
         ("telha_jobs", "gauge"),
         ("telha_job_ready_age_seconds", "gauge"),
+        ("telha_delivery_events_total", "counter"),
+        ("telha_audit_events_total", "counter"),
+        ("telha_http_requests_total", "counter"),
+        ("telha_http_request_duration_seconds", "histogram"),
         ("telha_answer_latency_seconds", "histogram"),
     ]:
-        assert f"# TYPE {name} {kind}\n" in text
+        assert f"# TYPE {name} {kind}\n" in text, name
 
-    assert family(samples, "telha_clarifications") == {
-        (("severity", "normal"), ("state", "answered")): 2,
-        (("severity", "critical"), ("state", "answered")): 1,
+    # Gauges: the unfinished work only (answered clarifications and done or dead jobs are
+    # never scanned; their flow is in the counters).
+    assert family(after, "telha_clarifications") == {
         (("severity", "critical"), ("state", "conflicted")): 1,
         (("severity", "normal"), ("state", "dead_lettered")): 1,
         (("severity", "normal"), ("state", "open")): 1,
     }
-    assert 'telha_clarifications{state="conflicted",severity="critical"} 1\n' in text
-
-    # Four cards to alice: past the digest threshold a normal one goes into her digest.
-    delivered = AuditEvent.objects.filter(type="delivered").count()
-    digested = AuditEvent.objects.filter(type="digested").count()
-    assert (delivered, digested) == (3, 1)
-    assert family(samples, "telha_delivery_events_total") == {
-        (("event", "delivered"), ("reason", "")): 3,
-        (("event", "digested"), ("reason", "DIGESTED")): 1,
-        (("event", "skipped"), ("reason", "NO_DELIVERY_ALIAS")): 1,
-        (("event", "skipped"), ("reason", 'odd \\"reason\\"\\\\')): 1,
-    }
-    assert 'telha_delivery_events_total{event="skipped",reason="NO_DELIVERY_ALIAS"} 1\n' in text
-
-    jobs = family(samples, "telha_jobs")
-    by_status: dict[str, int] = {}
-    for status in Job.objects.filter(kind=JOB_KIND).values_list("status", flat=True):
-        by_status[status] = by_status.get(status, 0) + 1
-    assert jobs == {(("kind", JOB_KIND), ("status", status)): n for status, n in by_status.items()}
-    assert by_status == {"done": 4, "dead": 1, "pending": 1}
-
-    [(labels, age)] = family(samples, "telha_job_ready_age_seconds").items()
+    assert 'telha_clarifications{severity="critical",state="conflicted"} 1.0\n' in text
+    assert family(after, "telha_jobs") == {(("kind", JOB_KIND), ("status", "pending")): 1}
+    [(labels, age)] = family(after, "telha_job_ready_age_seconds").items()
     assert labels == (("kind", JOB_KIND),)
     assert 120 <= age < 180
 
-    observed = latency.observed
-    assert len(observed) == 3
-    buckets = family(samples, "telha_answer_latency_seconds_bucket")
-    expected = {(("le", str(b)),): sum(s <= b for s in observed) for b in Histogram.BUCKETS}
-    expected[(("le", "+Inf"),)] = 3
-    assert buckets == expected
-    values = [buckets[(("le", str(b)),)] for b in Histogram.BUCKETS]
-    assert values == sorted(values)  # cumulative
-    assert samples[("telha_answer_latency_seconds_count", ())] == 3
-    assert samples[("telha_answer_latency_seconds_sum", ())] == pytest.approx(
-        sum(observed), abs=1e-5
+    # Counters, counted as the events were committed.
+    assert grown(after, before, "telha_delivery_events_total") == {
+        (("event", "skipped"), ("reason", "NO_DELIVERY_ALIAS")): 1,
+        (("event", "skipped"), ("reason", 'odd \\"reason\\"\\\\')): 1,
+    }
+    audit = grown(after, before, "telha_audit_events_total")
+    assert audit[(("type", "skipped"),)] == 2
+    assert audit[(("type", "opened"),)] == 1  # the waiting one
+    assert audit[(("type", "bound"),)] == 2
+
+    # Requests by endpoint (the URL's name, never its path) and status.
+    requests = grown(after, before, "telha_http_requests_total")
+    answer_endpoint = (("endpoint", "clarification-answer"), ("method", "POST"))
+    assert requests[(*answer_endpoint, ("status", "200"))] == 2
+    assert requests[(*answer_endpoint, ("status", "422"))] == 1
+    detail = (("endpoint", "clarification"), ("method", "GET"), ("status", "200"))
+    assert requests[detail] == 1
+    assert requests[(("endpoint", "submissions"), ("method", "POST"), ("status", "201"))] == 1
+    assert str(flow.bound) not in text
+
+    # Answer latency by outcome: two bound, one refused (its error code).
+    code = refused.json()["code"]
+    latency = grown(after, before, "telha_answer_latency_seconds_count")
+    assert latency == {(("outcome", "bound"),): 2, (("outcome", code),): 1}
+    buckets = grown(after, before, "telha_answer_latency_seconds_bucket")
+    bound = sorted(
+        (float(dict(labels)["le"]), n)
+        for labels, n in buckets.items()
+        if dict(labels)["outcome"] == "bound"
     )
+    assert bound[-1] == (float("inf"), 2)
+    assert [n for _, n in bound] == sorted(n for _, n in bound)  # cumulative
+    seconds = grown(after, before, "telha_answer_latency_seconds_sum")
+    assert 0 < seconds[(("outcome", "bound"),)] < 60
+
+
+def test_an_event_rolled_back_is_not_counted(
+    client, settings, workspace, django_capture_on_commit_callbacks
+):
+    settings.METRICS_ENABLED = True
+    before = scrape(client)
+    with django_capture_on_commit_callbacks(execute=True):
+        with contextlib.suppress(RuntimeError), transaction.atomic():
+            audit_event_append(tenant=workspace, type="delivered", detail={"attempt": 0})
+            raise RuntimeError("the delivery failed after its event was appended")
+        audit_event_append(tenant=workspace, type="escalated", detail={"reason": "WINDOW"})
+    after = scrape(client)
+    assert grown(after, before, "telha_delivery_events_total") == {
+        (("event", "escalated"), ("reason", "WINDOW")): 1
+    }
+
+
+def test_request_metrics_name_endpoints_never_paths(client, settings, db):
+    settings.METRICS_ENABLED = True
+    before = scrape(client)
+    for path in ("/no/such/page-1234", "/v1/nodes/abc-5678", "/static/admin/css/base.css"):
+        client.get(path)
+    client.generic("BREW", "/healthz")
+    after = scrape(client)
+    requests = grown(after, before, "telha_http_requests_total")
+    endpoints = {dict(labels)["endpoint"] for labels in requests} - {"metrics"}  # the scrape
+    assert endpoints == {"unmatched", "node", "static", "healthz"}
+    assert requests[(("endpoint", "healthz"), ("method", "other"), ("status", "405"))] == 1
+    text = client.get("/metrics").content.decode()
+    assert "1234" not in text and "5678" not in text
 
 
 def test_metrics_token(client, settings, db):
@@ -576,7 +605,8 @@ def test_metrics_without_a_token_are_open_when_enabled(client, settings, db):
     resp = client.get("/metrics")
     assert resp.status_code == 200
     samples = parse_metrics(resp.content.decode())
-    assert samples[("telha_answer_latency_seconds_bucket", (("le", "+Inf"),))] >= 0
+    assert ("telha_clarifications", ()) not in samples  # no rows: the family is empty
+    assert "# TYPE telha_answer_latency_seconds histogram" in resp.content.decode()
 
 
 # --- request ids --------------------------------------------------------------------------

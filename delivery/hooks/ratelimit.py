@@ -17,6 +17,13 @@ tenant's budget; they spend their IP's budget instead.
 
 Over the limit: `429 {"code": "RATE_LIMITED", "detail": …}` with `Retry-After` (seconds
 to the end of the window).
+
+The counters live in the shared cache (`CACHE_URL=redis://…` in production), so the limit
+holds across every process: `cache.add` then `cache.incr` (Redis `SET NX`, `INCRBY`), each
+atomic, never read-modify-write. A cache that does not answer (Redis down) is
+`CacheUnavailable`, which every hook answers `503 {"code": "SERVICE_UNAVAILABLE"}` with
+`Retry-After` — never a 500, and nothing is processed (`hook_rate_limited` for the whole
+view; slack-bolt's middleware answers it itself, `slack.before_authorize`).
 """
 
 import functools
@@ -25,12 +32,30 @@ import time
 from collections.abc import Callable
 from typing import Any
 
+import redis
 from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 
+from telha.common.errors import ServiceUnavailable
+
 WINDOW_SECONDS = 60
 KEY_PREFIX = "telha:hookrl"
+RETRY_AFTER_UNAVAILABLE = 5
+# What a cache that does not answer raises: redis-py's errors, socket errors otherwise.
+CACHE_ERRORS: tuple[type[Exception], ...] = (redis.RedisError, OSError)
+
+
+class CacheUnavailable(ServiceUnavailable):
+    default_detail = "The shared cache is unavailable; retry shortly."
+
+
+def cache_add(key: str, value: Any, timeout: int) -> bool:
+    """`cache.add` (atomic: Redis `SET NX`), `CacheUnavailable` when the cache is down."""
+    try:
+        return bool(cache.add(key, value, timeout=timeout))
+    except CACHE_ERRORS as exc:
+        raise CacheUnavailable() from exc
 
 
 def rate_limit_hit(scope: str, ident: str, *, now: float | None = None) -> int | None:
@@ -40,15 +65,24 @@ def rate_limit_hit(scope: str, ident: str, *, now: float | None = None) -> int |
     now = time.time() if now is None else now
     window = int(now // WINDOW_SECONDS)
     key = f"{KEY_PREFIX}:{scope}:{ident[:200]}:{window}"
-    cache.add(key, 0, timeout=WINDOW_SECONDS * 2)
     try:
-        count = cache.incr(key)
-    except ValueError:  # evicted between add and incr
-        cache.set(key, 1, timeout=WINDOW_SECONDS * 2)
-        count = 1
+        count = _count(key)
+    except CACHE_ERRORS as exc:
+        raise CacheUnavailable() from exc
     if count > limit:
         return max(1, WINDOW_SECONDS - int(now) % WINDOW_SECONDS)
     return None
+
+
+def _count(key: str) -> int:
+    """One more request in the window `key`: the count so far, this one included."""
+    if cache.add(key, 1, timeout=WINDOW_SECONDS * 2):
+        return 1
+    try:
+        return int(cache.incr(key))
+    except ValueError:  # evicted between add and incr: this request starts it again
+        cache.add(key, 1, timeout=WINDOW_SECONDS * 2)
+        return 1
 
 
 def rate_limited_body(scope: str) -> dict[str, str]:
@@ -66,18 +100,31 @@ def too_many_requests(retry_after: int, scope: str) -> HttpResponse:
     return response
 
 
+def service_unavailable(exc: ServiceUnavailable) -> HttpResponse:
+    """`503 SERVICE_UNAVAILABLE` with `Retry-After` (CONTRACT §3 error shape)."""
+    response = HttpResponse(
+        json.dumps(exc.body()), status=exc.status_code, content_type="application/json"
+    )
+    response["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE)
+    return response
+
+
 def client_ip(request: HttpRequest) -> str:
     return str(request.META.get("REMOTE_ADDR") or "unknown")
 
 
 def hook_rate_limited(view: Callable[..., HttpResponse]) -> Callable[..., HttpResponse]:
-    """The per-IP limit, checked before anything else happens to the request."""
+    """The per-IP limit, checked before anything else happens to the request; a cache
+    that does not answer, here or later in the view, is a 503."""
 
     @functools.wraps(view)
     def wrapped(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
-        retry_after = rate_limit_hit("ip", client_ip(request))
-        if retry_after is not None:
-            return too_many_requests(retry_after, "client")
-        return view(request, *args, **kwargs)
+        try:
+            retry_after = rate_limit_hit("ip", client_ip(request))
+            if retry_after is not None:
+                return too_many_requests(retry_after, "client")
+            return view(request, *args, **kwargs)
+        except CacheUnavailable as exc:
+            return service_unavailable(exc)
 
     return wrapped

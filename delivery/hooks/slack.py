@@ -27,7 +27,6 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -89,7 +88,13 @@ from ..slack_blocks import (
     replace_card,
 )
 from .guard import slack_payload_problem
-from .ratelimit import rate_limit_hit, rate_limited_body
+from .ratelimit import (
+    RETRY_AFTER_UNAVAILABLE,
+    CacheUnavailable,
+    cache_add,
+    rate_limit_hit,
+    rate_limited_body,
+)
 
 log = logging.getLogger(__name__)
 
@@ -249,7 +254,27 @@ def before_authorize(
 ) -> BoltResponse:
     """Runs after signature verification. Interactivity: look the delivery up by nonce
     and count the request against its tenant. Events: count against the Slack team and
-    skip event ids already seen (Slack retries them with `X-Slack-Retry-Num`)."""
+    skip event ids already seen (Slack retries them with `X-Slack-Retry-Num`; the id is
+    claimed with one atomic `cache.add`, so of concurrent deliveries to several processes
+    exactly one is processed). A shared cache that does not answer: 503, nothing done
+    (Bolt would answer an exception raised here with a 500)."""
+    try:
+        stopped = _limited_or_seen(req)
+    except CacheUnavailable as exc:
+        return BoltResponse(
+            status=exc.status_code,
+            body=json.dumps(exc.body()),
+            headers={
+                "Content-Type": "application/json",
+                "Retry-After": str(RETRY_AFTER_UNAVAILABLE),
+            },
+        )
+    return stopped if stopped is not None else next()
+
+
+def _limited_or_seen(req: BoltRequest) -> BoltResponse | None:
+    """The answer to a request stopped here (over its tenant's limit, or an event already
+    seen), else None (the request goes on to its listener)."""
     body = req.body or {}
     if body.get("type") == "event_callback":
         team = str(body.get("team_id") or "")
@@ -257,11 +282,11 @@ def before_authorize(
         if retry_after is not None:
             return _rate_limited(retry_after)
         event_id = str(body.get("event_id") or "")
-        if event_id and not cache.add(f"telha:slack:event:{event_id}", 1, EVENT_DEDUPE_SECONDS):
+        if event_id and not cache_add(f"telha:slack:event:{event_id}", 1, EVENT_DEDUPE_SECONDS):
             retry = (req.headers.get("x-slack-retry-num") or [""])[0]
             log.info("slack event %s already seen (retry %s); skipped", event_id, retry or "-")
             return BoltResponse(status=200, body="")
-        return next()
+        return None
     if body.get("type") in ("block_actions", "view_submission"):
         delivery = delivery_for_nonce(_card_value(body).get("nonce"))
         req.context["clarify_delivery"] = delivery
@@ -269,7 +294,7 @@ def before_authorize(
             retry_after = rate_limit_hit("tenant", str(delivery.tenant_id))
             if retry_after is not None:
                 return _rate_limited(retry_after)
-    return next()
+    return None
 
 
 # --- identity ----------------------------------------------------------------------------

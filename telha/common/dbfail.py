@@ -27,6 +27,8 @@ from django.db import connection
 from django.db.utils import InterfaceError, OperationalError
 from django.http import HttpRequest, HttpResponse, JsonResponse
 
+from telha.common.errors import ServiceUnavailable
+
 log = logging.getLogger(__name__)
 
 RETRY_AFTER_SECONDS = 5
@@ -47,7 +49,7 @@ def is_unavailable_error(exc: BaseException) -> bool:
 def unavailable_response(request: HttpRequest) -> HttpResponse:
     response: HttpResponse
     if request.path_info.startswith(JSON_PREFIXES):
-        response = JsonResponse({"code": "SERVICE_UNAVAILABLE", "detail": DETAIL}, status=503)
+        response = JsonResponse({"code": ServiceUnavailable.code, "detail": DETAIL}, status=503)
     else:
         response = HttpResponse(HTML, status=503, content_type="text/html; charset=utf-8")
     response["Retry-After"] = str(RETRY_AFTER_SECONDS)

@@ -51,6 +51,14 @@ class InvalidInput(DomainError):
     default_detail = "The request is invalid."
 
 
+class ServiceUnavailable(DomainError):
+    """A service the request needs (the database, the shared cache) does not answer."""
+
+    status_code = 503
+    code = "SERVICE_UNAVAILABLE"
+    default_detail = "The service is temporarily unavailable; retry shortly."
+
+
 class SubmissionInvalid(DomainError):
     status_code = 422
     code = "SUBMISSION_INVALID"

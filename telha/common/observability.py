@@ -1,21 +1,84 @@
-"""Structured JSON logs with a request id, and in-process answer latency for /metrics.
+"""Structured JSON logs with a request id, and the Prometheus metrics every process
+records (served by telha.metrics at /metrics).
 
 The request id comes from `X-Request-ID` (or is generated), is returned in the response,
 attached to every log line, stored on jobs enqueued during the request and restored by
 the worker that runs them — so one id follows a clarification from submission through
-delivery to binding."""
+delivery to binding.
+
+Metrics are `prometheus_client` counters and histograms. With `PROMETHEUS_MULTIPROC_DIR`
+set (production: gunicorn workers and job clusters on one host share the directory) each
+process writes its values to memory-mapped files there and a scrape adds them up, so
+every scrape reports the same totals whichever worker answers it; without it (make run,
+tests) they live in this process.
+"""
 
 import contextvars
 import json
 import logging
+import os
 import re
-import threading
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from pathlib import Path
 from typing import Any
 
+from django.conf import settings
+from django.db import transaction
 from django.http import HttpRequest, HttpResponse
+
+if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+    # Values are files there: a process started before the directory would fail on its
+    # first sample (gunicorn.conf.py and the production guide create it too).
+    Path(os.environ["PROMETHEUS_MULTIPROC_DIR"]).mkdir(parents=True, exist_ok=True)
+
+import prometheus_client  # after the directory exists
+
+# `_created` series are per process, meaningless once several processes are added up.
+prometheus_client.disable_created_metrics()
+# Our metrics only (not the client's process and GC collectors, which multiprocess mode
+# cannot add up): scraped by telha.metrics.
+PROCESS_REGISTRY = prometheus_client.CollectorRegistry()
+
+LATENCY_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5, 5.0)
+ANSWER_ENDPOINT = "clarification-answer"
+METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
+DELIVERY_EVENTS = frozenset({"delivered", "skipped", "digested", "delivery_failed", "escalated"})
+
+ANSWER_LATENCY = prometheus_client.Histogram(
+    "telha_answer_latency_seconds",
+    "POST /v1/clarifications/{id}/answer latency by outcome (bound, partial_confirmation, "
+    "attestation, conflict, or the error code of a refusal).",
+    ["outcome"],
+    buckets=LATENCY_BUCKETS,
+    registry=PROCESS_REGISTRY,
+)
+HTTP_REQUESTS = prometheus_client.Counter(
+    "telha_http_requests",
+    "Requests by endpoint (the resolved URL name), method and status.",
+    ["endpoint", "method", "status"],
+    registry=PROCESS_REGISTRY,
+)
+HTTP_LATENCY = prometheus_client.Histogram(
+    "telha_http_request_duration_seconds",
+    "Request latency by endpoint (the resolved URL name) and method.",
+    ["endpoint", "method"],
+    buckets=LATENCY_BUCKETS,
+    registry=PROCESS_REGISTRY,
+)
+AUDIT_EVENTS = prometheus_client.Counter(
+    "telha_audit_events",
+    "Audit events appended (committed), by type.",
+    ["type"],
+    registry=PROCESS_REGISTRY,
+)
+DELIVERY_EVENT_COUNTS = prometheus_client.Counter(
+    "telha_delivery_events",
+    "Deliveries, skips, digests, failures and escalations (committed), by reason.",
+    ["event", "reason"],
+    registry=PROCESS_REGISTRY,
+)
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")
 _VALID_ID = re.compile(r"^[A-Za-z0-9._:-]{1,64}$")
@@ -34,15 +97,70 @@ class RequestIdMiddleware:
         rid = incoming if _VALID_ID.match(incoming) else uuid.uuid4().hex
         request.request_id = rid  # type: ignore[attr-defined]
         token = request_id_var.set(rid)
-        started = time.perf_counter()
         try:
             response = self.get_response(request)
         finally:
             request_id_var.reset(token)
         response["X-Request-ID"] = rid
-        if request.path.endswith("/answer") and request.method == "POST":
-            ANSWER_LATENCY.observe(time.perf_counter() - started)
         return response
+
+
+def endpoint_of(request: HttpRequest) -> str:
+    """The request's endpoint as a metric label: the resolved URL's name (`node`,
+    `admin:index`, `hook-slack-events`; the view's dotted path when unnamed), `static`
+    for static files, `unmatched` otherwise — never the raw path."""
+    match = getattr(request, "resolver_match", None)
+    if match is not None:
+        return str(match.view_name)
+    if request.path_info.startswith("/" + str(settings.STATIC_URL).lstrip("/")):
+        return "static"
+    return "unmatched"
+
+
+def answer_outcome(response: HttpResponse) -> str:
+    """The answer's `outcome` (2xx), or the error code of a refusal."""
+    data = getattr(response, "data", None)
+    if isinstance(data, dict):
+        value = data.get("outcome") if response.status_code < 300 else data.get("code")
+        if isinstance(value, str) and value:
+            return value[:40]
+    return "error" if response.status_code >= 400 else "unknown"
+
+
+class MetricsMiddleware:
+    """Counts and times every request by endpoint (outermost: static files included),
+    and the answer endpoint by outcome."""
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        started = time.perf_counter()
+        response = self.get_response(request)
+        elapsed = time.perf_counter() - started
+        endpoint = endpoint_of(request)
+        method = request.method if request.method in METHODS else "other"
+        HTTP_REQUESTS.labels(endpoint, method, str(response.status_code)).inc()
+        HTTP_LATENCY.labels(endpoint, method).observe(elapsed)
+        if endpoint == ANSWER_ENDPOINT and method == "POST":
+            ANSWER_LATENCY.labels(answer_outcome(response)).observe(elapsed)
+        return response
+
+
+def audit_events_count(events: Iterable[tuple[str, str]]) -> None:
+    """Count appended audit events `(type, reason)` once their transaction commits (at
+    once outside one): a rolled-back delivery is not counted."""
+    appended = list(events)
+    if not appended:
+        return
+
+    def count() -> None:
+        for kind, reason in appended:
+            AUDIT_EVENTS.labels(kind[:40]).inc()
+            if kind in DELIVERY_EVENTS:
+                DELIVERY_EVENT_COUNTS.labels(kind, reason[:64]).inc()
+
+    transaction.on_commit(count)
 
 
 class RequestIdFilter(logging.Filter):
@@ -66,30 +184,3 @@ class JsonFormatter(logging.Formatter):
         if record.exc_info:
             payload["exception"] = self.formatException(record.exc_info)
         return json.dumps(payload, default=str)
-
-
-class Histogram:
-    """A thread-safe cumulative histogram in the Prometheus shape."""
-
-    BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1.0, 2.5, 5.0)
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self.counts = [0] * len(self.BUCKETS)
-        self.total = 0
-        self.sum = 0.0
-
-    def observe(self, seconds: float) -> None:
-        with self._lock:
-            self.total += 1
-            self.sum += seconds
-            for i, bound in enumerate(self.BUCKETS):
-                if seconds <= bound:
-                    self.counts[i] += 1
-
-    def snapshot(self) -> tuple[list[int], int, float]:
-        with self._lock:
-            return list(self.counts), self.total, self.sum
-
-
-ANSWER_LATENCY = Histogram()

@@ -12,6 +12,10 @@ class JobStatus(models.TextChoices):
     DEAD = "dead"
 
 
+# The unfinished jobs (the queue's backlog); /metrics counts only these (`job_backlog`).
+BACKLOG_STATUSES = (JobStatus.PENDING, JobStatus.LEASED)
+
+
 class Job(models.Model):
     """A unit of work leased by a worker of the kind's audience (the prefix before ':').
 
@@ -58,6 +62,13 @@ class Job(models.Model):
                 name="job_reap_expired",
             ),
             models.Index(fields=["tenant", "kind", "status"]),
+            # /metrics: the backlog by kind and status, and the oldest ready job per kind,
+            # from an index of the unfinished jobs only (done and dead ones pile up).
+            models.Index(
+                fields=["kind", "status", "run_after"],
+                condition=models.Q(status__in=BACKLOG_STATUSES),
+                name="job_backlog",
+            ),
             # Equality only (a job's subject is an id): a plain b-tree, without the
             # pattern-ops twin PostgreSQL gets for `db_index=True` on a CharField.
             models.Index(fields=["subject"], name="job_subject"),
