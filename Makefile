@@ -23,11 +23,14 @@ $(STAMP): requirements.txt pyproject.toml
 	touch $(STAMP)
 
 ## The product on embedded SQLite with the demo workspace (Ctrl-C stops everything).
+## var/dev.env (written once: DEBUG=1 and a generated SECRET_KEY) is read by every process
+## started in this folder, so the stack and a second shell's `.venv/bin/telha` agree.
 run: venv
-	mkdir -p var
-	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py migrate --noinput
-	DEBUG=$${DEBUG:-1} $(BIN)/python manage.py demo_setup
-	DEBUG=$${DEBUG:-1} HOST=$(HOST) PORT=$(PORT) $(BIN)/python manage.py serve_all --host $(HOST) --port $(PORT)
+	mkdir -p var/static
+	$(BIN)/python -m telha.devenv var/dev.env
+	$(BIN)/python manage.py migrate --noinput
+	$(BIN)/python manage.py demo_setup
+	$(BIN)/python manage.py serve_all --host $(HOST) --port $(PORT)
 
 ## The whole test suite (honours DATABASE_URL; .ci/run points it at PostgreSQL), spread
 ## over TEST_WORKERS processes, each with its own test database.

@@ -1,6 +1,7 @@
 """Settings for Telha clarify, read from the environment (12-factor, CONTRACT §1)."""
 
 from pathlib import Path
+from typing import Any
 
 import environ
 from django.core.exceptions import ImproperlyConfigured
@@ -219,21 +220,34 @@ ASK_ENABLED = env.bool("ASK_ENABLED", default=False)
 CLARIFY_CHANNELS = env.list("CLARIFY_CHANNELS", default=["teams", "slack", "inbox"])
 HOOK_RATE_LIMIT_PER_MINUTE = env.int("HOOK_RATE_LIMIT_PER_MINUTE", default=600)
 
-# State shared by every process (hook rate limits, Slack event dedupe): CACHE_URL=redis://…
-# in production gives Django's own Redis cache; the default is one process's memory.
-CACHES = {"default": env.cache("CACHE_URL", default="locmemcache://telha")}
-if env.str("CACHE_URL", default="").startswith(("redis://", "rediss://")):
-    from redis.backoff import NoBackoff
-    from redis.retry import Retry
 
-    CACHES["default"]["BACKEND"] = "django.core.cache.backends.redis.RedisCache"
-    # A Redis that is down or unreachable costs a request about a second, not redis-py's
-    # default retries with backoff; the hooks then answer 503 (delivery.hooks.ratelimit).
-    # Options in the URL's query (`?socket_timeout=2`) win.
-    _redis_options = CACHES["default"].setdefault("OPTIONS", {})
-    _redis_options.setdefault("socket_connect_timeout", 1.0)
-    _redis_options.setdefault("socket_timeout", 1.0)
-    _redis_options.setdefault("retry", Retry(NoBackoff(), 1))
+def cache_config(url: str) -> dict[str, Any]:
+    """`CACHES["default"]` for a CACHE_URL. `redis://…` is Django's own Redis cache, and a
+    Redis that is down or unreachable costs a request about a second (1 s socket timeouts,
+    one retry without backoff, instead of redis-py's retries with backoff); the hooks then
+    answer 503 (delivery.hooks.ratelimit). Options in the URL's query
+    (`?socket_timeout=2`, `?key_prefix=…`) win."""
+    config: dict[str, Any] = environ.Env.cache_url_config(url)
+    if url.startswith(("redis://", "rediss://")):
+        from redis.backoff import NoBackoff
+        from redis.retry import Retry
+
+        config["BACKEND"] = "django.core.cache.backends.redis.RedisCache"
+        # django-environ lower-cases the query's KEY_PREFIX, TIMEOUT, … for this backend,
+        # where Django reads them upper-case only.
+        for name in ("KEY_PREFIX", "TIMEOUT", "VERSION", "KEY_FUNCTION"):
+            if name.lower() in config:
+                config[name] = config.pop(name.lower())
+        options = config.setdefault("OPTIONS", {})
+        options.setdefault("socket_connect_timeout", 1.0)
+        options.setdefault("socket_timeout", 1.0)
+        options.setdefault("retry", Retry(NoBackoff(), 1))
+    return config
+
+
+# State shared by every process (hook rate limits, Slack event dedupe): CACHE_URL=redis://…
+# in production; the default is one process's memory.
+CACHES = {"default": cache_config(env.str("CACHE_URL", default="locmemcache://telha"))}
 
 SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
 SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")

@@ -271,6 +271,63 @@ class RecordingChannel(Channel):
         return f"{address}:escalation:{len(self.log.escalations)}"
 
 
+def assert_unavailable(resp: Any) -> None:
+    """A hook's answer while the shared cache is down."""
+    assert resp.status_code == 503, resp.content
+    assert resp.json() == {
+        "code": "SERVICE_UNAVAILABLE",
+        "detail": "The shared cache is unavailable; retry shortly.",
+    }
+    assert resp["Retry-After"] == "5"
+
+
+def closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def cache_down(settings):
+    """The shared cache configured exactly as CACHE_URL=redis://… configures it
+    (telha.settings.cache_config), pointing at a Redis that is not there; back to the
+    test cache before the other fixtures' teardown clears it."""
+    from telha.settings import cache_config
+
+    working = settings.CACHES
+    settings.CACHES = {"default": cache_config(f"redis://127.0.0.1:{closed_port()}/0")}
+    yield settings
+    settings.CACHES = working
+
+
+@pytest.fixture
+def cache_failing(monkeypatch):
+    """`cache_failing(fragment)`: from now on the hooks' cache raises redis-py's
+    ConnectionError for keys containing `fragment` (the rest still works), as a Redis
+    going away between two calls of one request would."""
+    import redis
+    from django.core.cache import cache as real
+
+    import delivery.hooks.ratelimit as ratelimit
+
+    def install(fragment: str) -> None:
+        class HalfDown:
+            def add(self, key: str, *args: Any, **kwargs: Any) -> bool:
+                if fragment in key:
+                    raise redis.ConnectionError("Error 111 connecting to 127.0.0.1:6379.")
+                return bool(real.add(key, *args, **kwargs))
+
+            def incr(self, key: str, *args: Any, **kwargs: Any) -> int:
+                return int(real.incr(key, *args, **kwargs))
+
+        monkeypatch.setattr(ratelimit, "cache", HalfDown())
+
+    return install
+
+
 @pytest.fixture
 def channel(monkeypatch):
     """Replace the configured channels with one recording fake channel; returns its log.

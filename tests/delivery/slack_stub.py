@@ -19,6 +19,7 @@ class Call:
     method: str
     body: dict[str, Any]
     headers: dict[str, str]
+    response: dict[str, Any] = field(default_factory=dict)  # what the stub answered
 
     @property
     def blocks(self) -> list[dict[str, Any]]:
@@ -71,8 +72,15 @@ class SlackStub:
     def handle(
         self, method: str, body: dict[str, Any], headers: dict[str, str]
     ) -> tuple[int, dict]:
+        call = Call(method, body, headers)
+        status, payload = self._answer(call)
+        call.response = payload
+        return status, payload
+
+    def _answer(self, call: Call) -> tuple[int, dict]:
+        method, body, headers = call.method, call.body, call.headers
         with self.lock:
-            self.calls.append(Call(method, body, headers))
+            self.calls.append(call)
             failure = self.failures.get(method)
             if failure is not None and failure.times != 0:
                 if failure.times is not None:

@@ -40,6 +40,7 @@ from telha.tenancy.models import PersonAlias
 from telha.tenancy.services import workspace_load
 from tests.factories import JAN_2027, OCT_2026, submission_payload
 
+from .conftest import assert_unavailable, snapshot_rows, written_counts
 from .conftest_slack import (
     BOT_TOKEN,
     EVENTS,
@@ -187,6 +188,55 @@ def test_address_is_the_verified_slack_alias(people):
     channel = SlackChannel()
     assert channel.address(people["alice"], {"slackUserId": "U0ALICE"}) == "U0ALICE"
     assert channel.address(people["olga"], {"email": "olga@acme.test"}) is None
+
+
+# --- the shared cache unavailable -------------------------------------------------------
+
+
+def test_with_redis_down_slack_hooks_are_503_and_nothing_is_processed(
+    delivered, tap, slack_post, slack_stub, cache_down, person_client
+):
+    """A Redis that does not answer: taps and events are 503 SERVICE_UNAVAILABLE (Slack
+    retries them), nothing is recorded or sent; the API, which needs no cache, answers."""
+    from django.core.cache import cache
+
+    card = delivered()
+    before, snapshot = written_counts(), snapshot_rows()
+    posts = len(slack_stub.calls)
+    started = time.monotonic()
+    assert_unavailable(tap(card, 1))
+    event = json.dumps(event_callback("EvDOWN1", event_type="message"))
+    assert_unavailable(slack_post(EVENTS, event, content_type="application/json"))
+    assert time.monotonic() - started < 10  # no long retries per request
+    assert written_counts() == before
+    assert snapshot_rows() == snapshot
+    assert len(slack_stub.calls) == posts
+    assert cache.__class__.__name__ != "LocMemCache"  # the Redis cache was really used
+    alice = person_client("alice")
+    assert alice.get(f"/v1/clarifications/{card.clar.pk}").status_code == 200
+    resp = alice.post(
+        f"/v1/clarifications/{card.clar.pk}/answer", {"answerIndex": 1}, format="json"
+    )
+    assert resp.status_code == 200, resp.content
+    assert resp.json()["outcome"] == "bound"
+
+
+@pytest.mark.parametrize("failing", [":tenant:", "slack:event:"])
+def test_a_cache_failure_inside_bolt_is_503_not_500(
+    delivered, tap, slack_post, slack_stub, cache_failing, failing
+):
+    """The per-IP limit answers; the per-tenant count or the event dedupe (both inside
+    slack-bolt's middleware, which answers an exception with an empty 500) does not."""
+    card = delivered()
+    before = written_counts()
+    cache_failing(failing)
+    if failing == ":tenant:":
+        resp = tap(card, 1)
+    else:
+        event = json.dumps(event_callback("EvHALF1", event_type="message"))
+        resp = slack_post(EVENTS, event, content_type="application/json")
+    assert_unavailable(resp)
+    assert written_counts() == before
 
 
 def test_signed_block_actions_binds_an_answer_end_to_end(delivered, tap, slack_stub):

@@ -25,7 +25,7 @@ from telha.jobs.models import Job, JobStatus
 from telha.jobs.tasks import work
 from telha.tenancy.models import PersonAlias
 
-from .conftest import JOB_KIND, JUL_2026, JUN_2026, OCT_2026, SPAN_TEXT
+from .conftest import JOB_KIND, JUL_2026, JUN_2026, OCT_2026, SPAN_TEXT, assert_unavailable
 from .conftest_teams import (
     ALICE_CONVERSATION,
     ALICE_TEAMS_ID,
@@ -450,6 +450,39 @@ def test_a_key_not_endorsed_for_the_teams_channel_is_401_and_writes_nothing(
     resp = teams_post(activity, token=teams_token(key=key))
     assert resp.status_code == 401, resp.content
     assert resp.json()["code"] == "UNAUTHENTICATED"
+    assert counts() == before
+    assert rows() == snapshot
+
+
+def test_with_redis_down_the_teams_hook_is_503_and_writes_nothing(
+    delivered, tap, teams_post, teams_stub, teams_alice, person_client, cache_down
+):
+    card = delivered()
+    before, snapshot = counts(), rows()
+    posts = len(teams_stub.of("activities"))
+    resp, _ = tap(card, card.data(0))
+    assert_unavailable(resp)
+    assert_unavailable(teams_post(conversation_update(teams_stub.service_url)))
+    assert counts() == before
+    assert rows() == snapshot
+    assert len(teams_stub.of("activities")) == posts
+    # The API does not need the cache.
+    resp = person_client("alice").post(
+        f"/v1/clarifications/{card.clar.pk}/answer", {"answerIndex": 0}, format="json"
+    )
+    assert resp.status_code == 200, resp.content
+
+
+def test_a_cache_failure_after_the_token_is_verified_is_503(
+    delivered, tap, teams_stub, cache_failing
+):
+    """The per-IP limit answered; the per-tenant count, once the activity is verified and
+    its tenant known, does not: 503, and the tap is not processed."""
+    card = delivered()
+    before, snapshot = counts(), rows()
+    cache_failing(":tenant:")
+    resp, _ = tap(card, card.data(0))
+    assert_unavailable(resp)
     assert counts() == before
     assert rows() == snapshot
 
