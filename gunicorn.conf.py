@@ -15,9 +15,6 @@ from pathlib import Path
 from typing import Any
 
 wsgi_app = "telha.wsgi:application"
-# Logs to stdout/stderr, one access line per request, for the supervisor to collect.
-accesslog = "-"
-errorlog = "-"
 
 
 def on_starting(server: Any) -> None:

@@ -82,10 +82,11 @@ WORKSPACE = {
 }
 
 
-def _bulk(tenant: Any, people: dict[str, Any]) -> None:
+def _bulk(tenant: Any, people: dict[str, Any], key: str = "bench-admin") -> None:
     """N clarifications with their nodes, current versions, opened events and routing jobs,
     inserted set-wise (INSERT ... SELECT over generate_series: seconds, where bulk_create
-    of 500,000 model instances takes minutes on this machine)."""
+    of 500,000 model instances takes minutes on this machine). `key` makes their ids and
+    source (`<key>/bulk`) unique to the caller (bench_metrics uses the same set-up)."""
     import json
 
     from django.db import connection
@@ -97,7 +98,7 @@ def _bulk(tenant: Any, people: dict[str, Any]) -> None:
     source = Source.objects.create(
         tenant=tenant,
         system="bench",
-        external_id="admin/bulk",
+        external_id=f"{key}/bulk",
         title="Bulk agreements",
         acl=["group:legal"],
     )
@@ -121,8 +122,8 @@ def _bulk(tenant: Any, people: dict[str, Any]) -> None:
         "severities": list(SEVERITIES),
         "ranking": json.dumps(asked),
     }
-    node = "md5('bench-admin-node-' || i)::uuid"
-    clar = "md5('bench-admin-clar-' || i)::uuid"
+    node = f"md5('{key}-node-' || i)::uuid"
+    clar = f"md5('{key}-clar-' || i)::uuid"
     series = "FROM generate_series(0, %(n)s - 1) AS i"
     statements = [
         f"""INSERT INTO graph_node (id, tenant_id, source_id, key, person_id, created_at)
@@ -269,7 +270,7 @@ def _queue_plan(steward: Any) -> list[str]:
         return [row[0] for row in cursor.fetchall()]
 
 
-def _cleanup(tenant: Any) -> None:
+def _cleanup(tenant: Any, key: str = "bench-admin") -> None:
     """Delete the bench tenant's rows: the bulk ones with raw deletes (the ORM's cascade
     collection over 100,000 rows would be slow), the rest through the ORM."""
     from django.db import connection
@@ -277,7 +278,7 @@ def _cleanup(tenant: Any) -> None:
     from telha.graph.models import Source
 
     tid = tenant.pk
-    bulk = Source.objects.get(tenant=tenant, external_id="admin/bulk")
+    bulk = Source.objects.get(tenant=tenant, external_id=f"{key}/bulk")
     statements = [
         ("DELETE FROM clarify_auditevent WHERE tenant_id = %s", [tid]),
         ("DELETE FROM jobs_job WHERE tenant_id = %s", [tid]),

@@ -667,6 +667,15 @@ def test_the_hook_rate_limit_holds_across_workers(stack: Stack) -> None:
     else:  # the burst straddled a minute: two windows' budgets at most
         assert RATE_LIMIT <= len(passed) <= 2 * RATE_LIMIT
     assert len(metric_files(stack)) >= 2  # the burst was answered by several workers
+    # The counter lives in Redis under this deployment's key prefix (CACHE_URL's).
+    prefix = stack.env["CACHE_URL"].split("key_prefix=", 1)[1]
+    assert redis_keys(f"{prefix}:*hookrl:ip:127.0.0.2:*")
+
+
+def redis_keys(pattern: str) -> list[bytes]:
+    import redis
+
+    return list(redis.Redis(host=HOST, port=6379).scan_iter(match=pattern, count=1000))
 
 
 def dm_event(event_id: str) -> dict[str, Any]:

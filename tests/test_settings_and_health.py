@@ -71,6 +71,22 @@ def test_check_deploy_is_clean_for_a_production_configuration(tmp_path):
     assert "no issues" in result.stdout
 
 
+def test_a_redis_cache_url_is_djangos_redis_cache_with_short_timeouts():
+    from telha.settings import cache_config
+
+    config = cache_config("redis://redis.example.com:6380/2?key_prefix=acme-prod&timeout=30")
+    assert config["BACKEND"] == "django.core.cache.backends.redis.RedisCache"
+    assert config["LOCATION"] == "redis://redis.example.com:6380/2"
+    assert (config["KEY_PREFIX"], config["TIMEOUT"]) == ("acme-prod", 30)
+    assert "key_prefix" not in config and "timeout" not in config
+    options = config["OPTIONS"]
+    assert (options["socket_connect_timeout"], options["socket_timeout"]) == (1.0, 1.0)
+    assert options["retry"].get_retries() == 1
+    slow = cache_config("redis://127.0.0.1:6379/0?socket_timeout=2.5")
+    assert slow["OPTIONS"]["socket_timeout"] == 2.5  # the URL wins
+    assert cache_config("locmemcache://telha")["BACKEND"].endswith("LocMemCache")
+
+
 def test_clarify_settings_come_from_the_environment(tmp_path):
     code = textwrap.dedent(
         """
