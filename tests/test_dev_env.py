@@ -28,7 +28,8 @@ from telha import devenv
 from tests.test_faults import free_port, stop_group, tail
 
 REPO = Path(__file__).resolve().parent.parent
-WALKTHROUGH = "A walk through the loop with `curl` (after `make run`, in another shell):"
+WALKTHROUGH = "## A walk through the loop with `curl`"  # docs/api.md
+TOUR = "**5.** Programs see the same loop through the API."  # README.md
 ANSWER_LINE = "curl -s -X POST http://127.0.0.1:8000/v1/clarifications/<id>/answer"
 
 
@@ -178,11 +179,16 @@ def with_interrupt(proc: subprocess.Popen[bytes]) -> None:
             proc.wait(timeout=15)
 
 
+def shell_block(page: str, after: str) -> str:
+    """The first shell block on `page` after the text `after`."""
+    text = (REPO / page).read_text()
+    assert after in text, (page, after)
+    return text.split(after, 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+
+
 def walkthrough() -> tuple[str, str]:
-    """The README's curl walkthrough: (everything up to the answer, the answer)."""
-    text = (REPO / "README.md").read_text()
-    assert WALKTHROUGH in text
-    block = text.split(WALKTHROUGH, 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
+    """docs/api.md's curl walkthrough: (everything up to the answer, the answer)."""
+    block = shell_block("docs/api.md", WALKTHROUGH)
     assert ANSWER_LINE in block
     before, answer = block.split(ANSWER_LINE, 1)
     return before, ANSWER_LINE + answer
@@ -202,13 +208,14 @@ def json_documents(text: str) -> list[object]:
 def test_the_walkthrough_works_verbatim_from_a_second_shell(
     project: Path, dev_stack: tuple[int, Path]
 ) -> None:
-    """Every command of the README's walkthrough, in a second shell in the project folder
-    with nothing exported (only the port differs: 8000 is not ours to take), against the
-    stack `make run` starts; the stack's log has no traceback, BadSignature or ERROR."""
+    """Every command of the docs' curl walkthrough and of the README tour's second-shell
+    step, in a second shell in the project folder with nothing exported (only the port
+    differs: 8000 is not ours to take), against the stack `make run` starts; the stack's
+    log has no traceback, BadSignature or ERROR."""
     port, log = dev_stack
     env = second_shell()
-    before, answer = walkthrough()
     here = f"127.0.0.1:{port}"
+    before, answer = walkthrough()
     script = before.replace("127.0.0.1:8000", here) + '\necho; echo "KEYS $ALICE"\n'
     out = _run(["bash", "-c", script], project, env, timeout=120)
     created, found = json_documents(out.split("\nKEYS ")[0])[:2]
@@ -222,6 +229,12 @@ def test_the_walkthrough_works_verbatim_from_a_second_shell(
     )
     bound = json_documents(_run(["bash", "-c", answer_script], project, env, timeout=60))
     assert bound and bound[0]["outcome"] == "bound", bound  # type: ignore[index]
+    # The README tour's step: a key for Alice, the NDA's term (bound by now).
+    tour = shell_block("README.md", TOUR).replace("127.0.0.1:8000", here)
+    [found] = json_documents(_run(["bash", "-c", tour], project, env, timeout=120))
+    assert isinstance(found, dict), found
+    [nda] = found["records"]
+    assert nda["pendingClarification"] is None and nda["evidenceClass"] == "human_clarification"
     # The same key in every process: the second shell's, the dev env's.
     show = "from django.conf import settings; print(settings.SECRET_KEY)"
     key = _run([".venv/bin/telha", "shell", "-c", show], project, env).strip().splitlines()[-1]

@@ -1,6 +1,6 @@
-"""The production path (issue 18), run the way the README's "Running in production" guide
-says — the guide's block is parsed from README.md and executed here, so it is exactly what
-this module runs:
+"""The production path (issue 18), run the way docs/operations.md's production guide says
+— the guide's block is parsed from that page and executed here, so it is exactly what this
+module runs:
 
 1. its environment, with this run's values in place of the example hosts, paths and
    secrets (`run_values`; `test_the_guide_is_what_this_module_runs` pins every variable);
@@ -66,7 +66,7 @@ from tests.test_faults import (
 )
 
 REPO = Path(__file__).resolve().parent.parent
-README = REPO / "README.md"
+GUIDE_PAGE = REPO / "docs" / "operations.md"
 VENV_BIN = REPO / ".venv" / "bin"
 HOST = "127.0.0.1"
 GUIDE_MARKER = "<!-- production-guide:"
@@ -79,7 +79,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("production")]
 
 
 # =======================================================================================
-# The guide, as the README writes it
+# The guide, as docs/operations.md writes it
 
 
 @dataclass
@@ -90,9 +90,9 @@ class Guide:
 
 
 def read_guide() -> Guide:
-    """The shell block after the README's production-guide marker, by numbered step."""
-    text = README.read_text()
-    assert GUIDE_MARKER in text, "the README lost its production guide"
+    """The shell block after the production-guide marker, by numbered step."""
+    text = GUIDE_PAGE.read_text()
+    assert GUIDE_MARKER in text, f"{GUIDE_PAGE} lost its production guide"
     block = text.split(GUIDE_MARKER, 1)[1].split("```sh\n", 1)[1].split("```", 1)[0]
     guide = Guide(env={}, release=[], processes=[])
     step = 0
