@@ -347,9 +347,9 @@ def test_a_reask_wakes_the_workers_once_after_commit(
             str(people["bob"].pk),
         ]
         assert kicks() == []  # the job row is written; the cluster not woken yet
-    assert len(callbacks) == 1
     assert kicks() == []
-    callbacks[0]()
+    for callback in callbacks:  # the kick, and /metrics counting the audit events
+        callback()
     assert kicks() == [("telha.jobs.tasks.work", ("clarify:temporal",))]
 
 
