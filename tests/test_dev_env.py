@@ -32,9 +32,6 @@ WALKTHROUGH = "## A walk through the loop with `curl`"  # docs/api.md
 TOUR = "**5.** Programs see the same loop through the API."  # README.md
 ANSWER_LINE = "curl -s -X POST http://127.0.0.1:8000/v1/clarifications/<id>/answer"
 
-# One xdist worker for the module: its project copy and dev stack are built once.
-pytestmark = pytest.mark.xdist_group("dev-env")
-
 
 # --- the file and the rule --------------------------------------------------------------
 

@@ -13,7 +13,7 @@ guide's deployment has one. The test adds three variables of its own, none of wh
 guide sets: `SLACK_API_URL` (the Slack stub, tests/delivery/slack_stub.py),
 `HOOK_RATE_LIMIT_PER_MINUTE=30` and `ASK_ENABLED=1` (for the cross-worker hook tests).
 
-One stack serves the whole module (one xdist group): a database of its own (on the
+One stack serves the module (per xdist worker that runs its tests): a database of its own (on the
 shared PostgreSQL server when the suite runs on PostgreSQL, else a SQLite file), the
 local Redis under a key prefix unique to this run (never flushed), static files and the
 metrics directory in a temp dir. The smoke test, which also starts the clusters, is
@@ -75,7 +75,7 @@ TENANT = "prod"
 PASSWORD = "prod-pass-0123456789"
 RATE_LIMIT = 30
 
-pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("production")]
+pytestmark = [pytest.mark.slow]
 
 
 # =======================================================================================
