@@ -33,9 +33,11 @@ run: venv
 	$(BIN)/python manage.py serve_all --host $(HOST) --port $(PORT)
 
 ## The whole test suite (honours DATABASE_URL; .ci/run points it at PostgreSQL), spread
-## over TEST_WORKERS processes, each with its own test database.
+## over TEST_WORKERS processes, each with its own test database. A test file runs whole in
+## one process (--dist loadfile), so a module's expensive fixture (a gunicorn stack, a
+## project copy in its own virtualenv) is built once.
 test: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
 ## The schemathesis run of tests/test_fuzz_api.py, deeper: 500 examples per operation and
 ## kind of caller (`make test` runs 25, derandomized). FUZZ_EXAMPLES=N to choose.
