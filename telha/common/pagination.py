@@ -42,6 +42,8 @@ class SignedCursorPagination(CursorPagination):
     `limit` is an integer ≥ 1, capped at `max_page_size`, anything else `INVALID_INPUT`.
     """
 
+    page_size: int = 50
+    max_page_size: int = 200
     page_size_query_param = "limit"
     signing_salt = "telha.pagination.cursor"
 
@@ -53,7 +55,7 @@ class SignedCursorPagination(CursorPagination):
             raise InvalidInput(f"{self.page_size_query_param} must be a positive integer.")
         return min(int(raw), self.max_page_size)
 
-    def encode_cursor(self, cursor: Cursor) -> str:  # type: ignore[override]
+    def encode_cursor(self, cursor: Cursor) -> str:
         """The bare cursor (not a URL): the signed `{"o", "r", "p"}`."""
         payload = {"o": cursor.offset, "r": int(cursor.reverse), "p": cursor.position}
         return signing.dumps(payload, salt=self.signing_salt)
