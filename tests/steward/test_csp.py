@@ -10,7 +10,6 @@ import pytest
 from django.test import Client
 
 from .conftest import PASSWORD, STEWARD_PASSWORD, change_url, run_worker, submit_with
-from .test_browser import CHROMIUM_ARGS, _chromium, _playwright
 
 CSP = "Content-Security-Policy"
 
@@ -148,25 +147,22 @@ document.addEventListener('securitypolicyviolation', (e) => {
 
 @pytest.mark.browser
 @pytest.mark.django_db(transaction=True)
-def test_admin_inbox_and_swagger_ui_run_under_the_policy(live_server, ingest_client, people):
-    executable, sync_api = _chromium(), _playwright()
+def test_admin_inbox_and_swagger_ui_run_under_the_policy(
+    browser, live_server, ingest_client, people
+):
     _can_sign_in(people["alice"])
     clar = submit_with(ingest_client)
     assert run_worker() >= 1
     console: list[str] = []
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_api.sync_playwright() as p:
-            browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
-            try:
-                context = browser.new_context()
-                context.add_init_script(VIOLATIONS_INIT)
-                page = context.new_page()
-                page.set_default_timeout(15_000)
-                page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
-                seen = _walk(page, live_server.url, clar)
-            finally:
-                browser.close()
+    context = browser.new_context()
+    try:
+        context.add_init_script(VIOLATIONS_INIT)
+        page = context.new_page()
+        page.set_default_timeout(15_000)
+        page.on("console", lambda m: console.append(f"{m.type}: {m.text}"))
+        seen = _walk(page, live_server.url, clar)
+    finally:
+        context.close()
     csp_console = [m for m in console if "Content Security Policy" in m or "CSP" in m]
     assert csp_console == [], csp_console
     assert seen == {"violations": [], "swagger_operations": True}
