@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from clarify.api import views as clarify_views
 from delivery import inbox
@@ -36,7 +36,9 @@ api_v1 = [
     path("jobs/<str:job_id>/complete", job_views.CompleteView.as_view(), name="jobs-complete"),
     path("jobs/<str:job_id>/fail", job_views.FailView.as_view(), name="jobs-fail"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # The split view serves swagger-ui's start script as a file (`?script`), not inline:
+    # the Content-Security-Policy allows no inline script.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
 ]
 
 urlpatterns = [

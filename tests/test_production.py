@@ -561,7 +561,7 @@ def test_every_stylesheet_and_script_the_pages_link_is_served(stack: Stack) -> N
             assert asset.status == 200, (page, url, asset.status)
             suffix = Path(urlsplit(url).path).suffix
             kind = asset.header("Content-Type").split(";")[0]
-            assert kind in CONTENT_TYPES.get(suffix, ("text/javascript",)), (url, kind)
+            assert kind in CONTENT_TYPES.get(suffix, CONTENT_TYPES[".js"]), (url, kind)  # ?script
             checked[path] = asset.header("Cache-Control")
             if path.startswith("/static/"):
                 assert asset.header("Content-Encoding") == "gzip", url
