@@ -26,7 +26,9 @@ _INSERT_NEW = f"INSERT INTO {FTS}(rowid, search_text) VALUES (new.id, new.search
 _SQLITE_TRIGGERS = {
     f"{FTS}_insert": f"AFTER INSERT ON {TABLE} BEGIN {_INSERT_NEW} END",
     f"{FTS}_delete": f"AFTER DELETE ON {TABLE} BEGIN {_DELETE_OLD} END",
-    f"{FTS}_update": f"AFTER UPDATE OF search_text ON {TABLE} BEGIN {_DELETE_OLD} {_INSERT_NEW} END",
+    f"{FTS}_update": (
+        f"AFTER UPDATE OF search_text ON {TABLE} BEGIN {_DELETE_OLD} {_INSERT_NEW} END"
+    ),
 }
 
 

@@ -35,8 +35,47 @@ PG_CONFIG = "english"
 # `english` configuration drops them from documents; FTS5 keeps them, so a query naming
 # one would otherwise demand it).
 STOPWORDS = frozenset(
-    "a an and are as at be been but by for from had has have if in into is it its of on or"
-    " so such that the their then there these they this to was were will with".split()
+    [
+        "a",
+        "an",
+        "and",
+        "are",
+        "as",
+        "at",
+        "be",
+        "been",
+        "but",
+        "by",
+        "for",
+        "from",
+        "had",
+        "has",
+        "have",
+        "if",
+        "in",
+        "into",
+        "is",
+        "it",
+        "its",
+        "of",
+        "on",
+        "or",
+        "so",
+        "such",
+        "that",
+        "the",
+        "their",
+        "then",
+        "there",
+        "these",
+        "they",
+        "this",
+        "to",
+        "was",
+        "were",
+        "will",
+        "with",
+    ]
 )
 # A question word is a search term of letters and digits only: nothing of it can be
 # read as an operator of either query syntax.
@@ -62,7 +101,7 @@ def matching(versions: QuerySet[NodeVersion], terms: Sequence[str]) -> QuerySet[
 
 
 def _fts_ids(match: str) -> RawSQL:
-    return RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [match])  # noqa: S608
+    return RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [match])
 
 
 def versions_search(
@@ -123,7 +162,7 @@ def ranked(
         return [(pk, float(rank)) for pk, rank in rows]
     inner, params = versions.order_by().values("pk").query.sql_with_params()
     sql = (
-        f"SELECT v.id, bm25({FTS_TABLE}) FROM {FTS_TABLE}"  # noqa: S608 (no user text)
+        f"SELECT v.id, bm25({FTS_TABLE}) FROM {FTS_TABLE}"
         f" JOIN {NodeVersion._meta.db_table} v ON v.id = {FTS_TABLE}.rowid"
         f" WHERE {FTS_TABLE} MATCH %s AND v.id IN ({inner})"
         f" ORDER BY bm25({FTS_TABLE}), v.node_id LIMIT %s"

@@ -37,11 +37,13 @@ def search_text_for(
     labels: Iterable[str], properties: dict[str, Any], spans: Iterable[str] = ()
 ) -> str:
     """The lower-cased text a version is found by (`telha.graph.search`, the admin's
-    search box): its labels, its property values and the text of its spans. The
+    search box): its property values and the text of its spans. Not its labels, which
+    the callers pass along with the rest of a version: a label such as CONTRACT_TERM
+    would match every question about a "term" (labels are queried as labels). The
     full-text indexes are derived from it by the database, so whatever rewrites it (the
     erasure executor included) re-indexes the version."""
-    parts = [*labels]
-    parts += [str(v) for v in properties.values() if isinstance(v, str | int | float)]
+    del labels
+    parts = [str(v) for v in properties.values() if isinstance(v, str | int | float)]
     parts += [s for s in spans if s]
     return " ".join(parts).lower()
 
