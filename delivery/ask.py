@@ -149,6 +149,8 @@ def _listed_text(found: Found, evidence: list[Evidence], question: Question) -> 
         day = f" on {_day(when, '')}" if when is not None and question.edge else ""
         items.append(f"“{e.name}”{day} ({_verdict_text(e)})")
     count = "1 fact you can read" if found.total == 1 else f"{found.total} facts you can read"
+    if found.more:
+        count = f"More than {found.total} facts you can read"
     verb = one if found.total == 1 else many
     more = f"; the first {len(items)} are" if found.total > len(items) else ":"
     return f"{count} {verb} {question.period_text}{more} " + "; ".join(items) + "."

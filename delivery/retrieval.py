@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from django.db.models import Q, QuerySet
 
 from telha.graph.models import Node, NodeVersion
-from telha.graph.search import corrected, matches_any, ranked
+from telha.graph.search import corrected, matches_any, matching, ranked
 
 from .questions import END, START, Question
 
@@ -29,11 +29,13 @@ MAX_LISTED = 50
 @dataclass
 class Found:
     """The versions kept, best (or earliest) first; `listed`: a period question's list
-    (every match counts, `total` of them), not one answer."""
+    (every match counts: `total` of them, or more than that with `more`), not one
+    answer."""
 
     versions: list[NodeVersion] = field(default_factory=list)
     listed: bool = False
     total: int = 0
+    more: bool = False
 
 
 def restricted(v: NodeVersion) -> bool:
@@ -74,6 +76,8 @@ def _spelled(versions: QuerySet[NodeVersion], terms: tuple[str, ...]) -> list[st
             kept.append(term)
         elif (fixed := corrected(versions, term)) is not None:
             kept.append(fixed)
+        elif term.isdigit():
+            return []  # a number names one fact ("lease term 517"): never another one
         else:
             dropped += 1
     return list(dict.fromkeys(kept)) if len(kept) > dropped else []
@@ -113,21 +117,19 @@ def _date_order(question: Question) -> list[str]:
 
 def _listed(versions: QuerySet[NodeVersion], question: Question) -> Found:
     """A period question: every readable fact in the period that matches its words (all
-    of them in the period without words), in date order."""
+    of them in the period without words), in date order; `more` when over MAX_LISTED."""
     if question.terms:
-        ids = [pk for pk, _ in _hits(versions, question.terms, relax=False, limit=MAX_LISTED)]
-        found = sorted(_loaded(ids), key=lambda v: _date_key(v, question))
-    else:
-        found = list(versions.select_related("node__source").order_by(*_date_order(question)))
-        found = found[:MAX_LISTED]
-    unrestricted = [v for v in found if not restricted(v)]
-    kept = unrestricted or found
-    return Found(kept[:MAX_EVIDENCE], listed=True, total=len(kept))
-
-
-def _date_key(v: NodeVersion, question: Question) -> tuple[int, str]:
-    when = v.valid_to if question.edge == END else v.valid_from
-    return (when if when is not None else -1, str(v.node_id))
+        spelled = list(question.terms)
+        if not matching(versions, spelled).exists():
+            spelled = _spelled(versions, question.terms)
+        if not spelled:
+            return Found(listed=True)
+        versions = matching(versions, spelled)
+    ordered = versions.select_related("node__source").order_by(*_date_order(question))
+    found = list(ordered[: MAX_LISTED + 1])
+    unrestricted = [v for v in found[:MAX_LISTED] if not restricted(v)]
+    kept = unrestricted or found[:MAX_LISTED]
+    return Found(kept[:MAX_EVIDENCE], listed=True, total=len(kept), more=len(found) > MAX_LISTED)
 
 
 def evidence_for(readable: QuerySet[Node], question: Question) -> Found:

@@ -23,7 +23,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection
-from django.db.models import F, QuerySet
+from django.db.models import F, QuerySet, Value
 from django.db.models.expressions import RawSQL
 
 from .fts import FTS as FTS_TABLE
@@ -152,10 +152,12 @@ def ranked(
         from django.contrib.postgres.search import SearchRank
 
         query = _pg_query(terms, any_term=any_term)
+        # Normalization 1 divides by 1 + log(length): a short fact that is all about the
+        # words outranks a long one mentioning them once (as bm25 does on SQLite).
         rows = (
             versions.annotate(search_doc=_pg_vector())
             .filter(search_doc=query)
-            .annotate(search_rank=SearchRank(F("search_doc"), query))
+            .annotate(search_rank=SearchRank(F("search_doc"), query, normalization=Value(1)))
             .order_by("-search_rank", "node_id")
             .values_list("pk", "search_rank")[:limit]
         )
@@ -173,13 +175,15 @@ def ranked(
 
 
 def matches_any(versions: QuerySet[NodeVersion], term: str) -> bool:
-    """Whether some version of `versions` matches `term` (one index probe)."""
-    return bool(ranked(versions, [term], any_term=False, limit=1))
+    """Whether some version of `versions` matches `term` (an index probe; nothing is
+    ranked)."""
+    return matching(versions, [term]).exists()
 
 
 def _prefixed_texts(versions: QuerySet[NodeVersion], prefix: str) -> list[str]:
     """The search text of up to `_TYPO_SAMPLE` versions having a word that starts with
     `prefix`, through the index."""
+    found: QuerySet[NodeVersion]
     if connection.vendor == "postgresql":
         from django.contrib.postgres.search import SearchQuery
 

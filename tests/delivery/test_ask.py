@@ -388,7 +388,8 @@ def test_evidence_carries_its_verdict_and_verification_count(
     who = {1: "1 person", 2: "2 people"}.get(confirmations, "")
     if verdict == "steward-overridden":
         who = "1 steward"
-    assert f"({verdict} by {who})" in answer.text if confirmations else f"({verdict})" in answer.text
+    expected = f"({verdict} by {who})" if confirmations else f"({verdict})"
+    assert expected in answer.text
     card = render(answer)
     assert f"• {name}: " in card and f"— {verdict}" in card
     assert f"Verification: 1 {verdict}" in card

@@ -12,7 +12,7 @@ import pytest
 from delivery.ask import answer_question, respond
 from delivery.models import ChatTurn
 from delivery.provenance import RESTRICTED_TEASER
-from tests.fixtures.ask_questions import JSON_PATH, build, submissions
+from tests.fixtures.ask_questions import JSON_PATH, answered_right, build, submissions
 
 pytestmark = pytest.mark.django_db
 NOT_FOUND = "I couldn't find a fact you can read that matches that question."
@@ -61,11 +61,7 @@ def _check(person: Any, q: dict[str, Any], facts: list[dict[str, Any]]) -> bool:
         assert delivered == RESTRICTED_TEASER, q
         turn = ChatTurn.objects.filter(role=ChatTurn.Role.ASSISTANT).latest("created_at")
         assert {p["sourceId"] for p in turn.restriction_provenance} >= {top.source_id}
-    if q["expect"] is None:
-        return top is None
-    if top is None or top.name != q["expect"]:
-        return False
-    return "date" not in q or q["date"] in answer.text
+    return answered_right(q, answer)
 
 
 def test_no_question_leaks_and_the_right_fact_answers(labelled, people) -> None:
