@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 NOW = to_us(datetime(2026, 12, 2, tzinfo=UTC))
 
 
-def us(y: int, m: int, d: int) -> int:
+def us(y: int, m: int, d: int = 1) -> int:
     return to_us(datetime(y, m, d, tzinfo=UTC))
 
 
@@ -50,7 +50,7 @@ def leases(ingest_client) -> dict[str, str]:
             end=us(2031, 3, 31),
         ),
         "harbour": fact(
-            ingest_client, "harbour", "Harbour office lease", start=us(2027, 3, 1), end=us(2031, 3, 1)
+            ingest_client, "harbour", "Harbour office lease", start=us(2027, 3, 1), end=us(2031, 3)
         ),
     }
 
