@@ -159,3 +159,20 @@ def test_the_index_is_the_databases_own():
         else:
             cursor.execute("SELECT sql FROM sqlite_master WHERE name = 'graph_nodeversion_fts'")
             assert "fts5" in cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(connection.vendor != "sqlite", reason="SQLite keeps the index by triggers")
+def test_a_dropped_trigger_is_restored_and_the_index_rebuilt_after_migrate(ingest_client):
+    """SQLite's table remake (a later migration altering NodeVersion) drops triggers; the
+    post-migrate check puts them back and rebuilds the index from search_text."""
+    from telha.graph.fts import fts_ensure
+
+    assert fts_ensure(connection) is False  # whole: nothing to do
+    with connection.cursor() as cursor:
+        cursor.execute("DROP TRIGGER graph_nodeversion_fts_insert")
+    submit(ingest_client, external_id="late.md", key="late", properties={"name": "Ibis term"})
+    assert query(ingest_client, text="ibis") == []  # written while the trigger was gone
+    assert fts_ensure(connection) is True
+    assert query(ingest_client, text="ibis") == ["Ibis term"]
+    submit(ingest_client, external_id="later.md", key="later", properties={"name": "Ibis note"})
+    assert set(query(ingest_client, text="ibis")) == {"Ibis term", "Ibis note"}
