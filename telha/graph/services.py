@@ -19,6 +19,7 @@ from .models import (
     Source,
     SourceGroupObjectPermission,
     SourceUserObjectPermission,
+    SourceVersion,
 )
 
 ACL_KINDS = ("group", "email", "aad")
@@ -32,11 +33,47 @@ def acl_principal_valid(principal: object) -> bool:
     return kind in ACL_KINDS and bool(value.strip()) and len(principal) <= 400
 
 
-def search_text_for(labels: Iterable[str], properties: dict[str, Any]) -> str:
-    """Lower-cased text a substring query matches against."""
-    parts = [*labels]
-    parts += [str(v) for v in properties.values() if isinstance(v, str | int | float)]
+def search_text_for(
+    labels: Iterable[str], properties: dict[str, Any], spans: Iterable[str] = ()
+) -> str:
+    """The lower-cased text a version is found by (`telha.graph.search`, the admin's
+    search box): its property values and the text of its spans. Not its labels, which
+    the callers pass along with the rest of a version: a label such as CONTRACT_TERM
+    would match every question about a "term" (labels are queried as labels). The
+    full-text indexes are derived from it by the database, so whatever rewrites it (the
+    erasure executor included) re-indexes the version."""
+    del labels
+    parts = [str(v) for v in properties.values() if isinstance(v, str | int | float)]
+    parts += [s for s in spans if s]
     return " ".join(parts).lower()
+
+
+def span_texts(source_id: Any, provenance: dict[str, Any]) -> list[str]:
+    """The text of the spans a version cites (`provenance.spans` over the source version
+    at `provenance.sourceVersionTx`); none for a sourceless version."""
+    spans = [s for s in provenance.get("spans") or [] if isinstance(s, dict)]
+    tx = provenance.get("sourceVersionTx")
+    if source_id is None or tx is None or not spans:
+        return []
+    text = (
+        SourceVersion.objects.filter(source_id=source_id, tx=tx)
+        .values_list("text", flat=True)
+        .first()
+    )
+    return cited_text(text or "", spans)
+
+
+def cited_text(text: str, spans: Iterable[Any]) -> list[str]:
+    """The pieces of `text` the spans (`{"start", "end"}` dicts) cite; malformed or
+    out-of-range spans cite nothing."""
+    return [
+        text[s["start"] : s["end"]]
+        for s in spans
+        if isinstance(s, dict)
+        and isinstance(s.get("start"), int)
+        and isinstance(s.get("end"), int)
+        and 0 <= s["start"] < s["end"] <= len(text)
+    ]
 
 
 def source_acl_set(*, source: Source, acl: list[str]) -> None:
@@ -312,7 +349,9 @@ def node_version_write(
                     seq=(current.seq + 1) if current is not None else 1,
                     labels=list(labels),
                     properties=dict(properties),
-                    search_text=search_text_for(labels, properties),
+                    search_text=search_text_for(
+                        labels, properties, span_texts(node.source_id, provenance)
+                    ),
                     valid_from=valid_from,
                     valid_to=valid_to,
                     tx_from=tx,

@@ -303,6 +303,9 @@ def test_a_reader_gets_the_fact_with_its_validity(world, people) -> None:
     assert top.name == "MSA term"
     assert top.node_id == str(world.msa.target_id)
     assert top.valid == "valid from 1 October 2026 until further notice"
+    # "When does … start?" is answered with the start of validity.
+    assert answer.text.startswith("“MSA term” starts on 1 October 2026 (pending).")
+    answer = answer_question(people["alice"], "MSA term")
     assert answer.text.startswith("“MSA term” is valid from 1 October 2026 until further notice")
 
 
@@ -381,7 +384,12 @@ def test_evidence_carries_its_verdict_and_verification_count(
     answer = answer_question(people["alice"], question)
     [top] = answer.evidence
     assert (top.name, top.verdict, top.confirmations) == (name, verdict, confirmations)
-    assert f"({verdict})" in answer.text
+    # The verdict, and for a confirmed fact who confirmed it: how many, of which kind.
+    who = {1: "1 person", 2: "2 people"}.get(confirmations, "")
+    if verdict == "steward-overridden":
+        who = "1 steward"
+    expected = f"({verdict} by {who})" if confirmations else f"({verdict})"
+    assert expected in answer.text
     card = render(answer)
     assert f"• {name}: " in card and f"— {verdict}" in card
     assert f"Verification: 1 {verdict}" in card
