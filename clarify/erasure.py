@@ -3,9 +3,10 @@ executor (`clarify.stewardship.gdpr_erase`), the person's identifiers in other t
 audit events, and the database files left holding none of the erased bytes."""
 
 from django.apps import apps
-from django.db import transaction
+from django.db import connection, transaction
 
 from telha.common.storage import secure_delete, storage_reclaim
+from telha.graph.fts import fts_compact
 from telha.tenancy.models import Person, PersonAlias, Tenant
 
 from .models import AuditEvent
@@ -64,5 +65,6 @@ def person_erase(
         elsewhere = other_tenants_audit_scrub(tenant=tenant, person=person)
         counts = gdpr_erase(tenant=tenant, person=person, actor=actor, via=via)
         counts["otherTenantsAuditEvents"] = elsewhere
+        fts_compact(connection)  # the search index's old segments hold the erased terms
         storage_reclaim(erased_tables())
     return counts

@@ -62,6 +62,19 @@ def fts_drop(connection: Any) -> None:
             cursor.execute(f"DROP TABLE IF EXISTS {FTS}")
 
 
+def fts_compact(connection: Any) -> None:
+    """On SQLite, merge the index into one b-tree (FTS5's `optimize`). A deleted or
+    rewritten version's terms stay in the index's older segments until a merge drops them;
+    an erasure runs this inside its `secure_delete` transaction so the freed segments are
+    zeroed too. Nothing on PostgreSQL (the tsvector is a column of the row)."""
+    if connection.vendor != "sqlite":
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = %s", [FTS])
+        if cursor.fetchone():
+            cursor.execute(f"INSERT INTO {FTS}({FTS}) VALUES ('optimize')")
+
+
 def fts_ensure(connection: Any) -> bool:
     """On SQLite, once the index's migration has run: re-create a missing trigger (a
     table remake dropped it) and rebuild the index. Returns whether anything was done."""

@@ -20,6 +20,8 @@ NEEDLES = {
     "slackUserId": "U0ALICEBYTES",
     "teamsUserId": "29:alice-bytes-teams",
     "aadOid": "9f0c1a2b-0000-4000-8000-0000b17e5a11",
+    # Her name as the SQLite search index holds it (FTS5, porter stem of "Alice").
+    "searchTerm": "alic",
 }
 
 

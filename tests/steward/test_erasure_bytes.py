@@ -54,7 +54,7 @@ def test_gdpr_erase_leaves_no_bytes_in_the_sqlite_file_or_its_wal(tmp_path):
     result = erase_in_child("cli", tmp_path)
     # Before: every needle is in the files (the scan can find them).
     before = {n for hits in result["before"].values() for n in hits}
-    assert before == {"email", "name", "slackUserId", "teamsUserId", "aadOid"}, result
+    assert before == {"email", "name", "slackUserId", "teamsUserId", "aadOid", "searchTerm"}, result
     assert result["after"] == {}, result
     assert "telha.sqlite3" in result["files"]
 
