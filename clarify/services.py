@@ -229,34 +229,63 @@ def answer_apply(
     now = now_us()
     audit = AuditBuffer(clar, now)
     # A binding answer is evaluated as a candidate (its events say so) and written bound.
-    shown = (
-        BindingStatus.BINDING_CANDIDATE if outcome.status == BindingStatus.BOUND else outcome.status
-    )
+    shown = cast(str, outcome.status)
+    if shown == BindingStatus.BOUND:
+        shown = BindingStatus.BINDING_CANDIDATE
     seq = clar.responses_recorded = clar.responses_recorded + 1
-    assert shown is not None
     record = ResponseRecord(
         clarification=clar, seq=seq, binding_status=shown, response_tx=now, **fields
     )
-    event = functools.partial(_response_event, audit, record)
+    if outcome.kind is OutcomeKind.BOUND:
+        outcome = _binding_apply(outcome, clar, current, record, audit)
+    else:
+        _recording_apply(outcome, clar, functools.partial(_response_event, audit, record), audit)
+    # The HTTP status the answer returns (CONTRACT §3.2), kept with the body for a replay.
+    record.binding_status = cast(str, outcome.status)
+    record.outcome_status = 200 if outcome.settled else 202
+    record.outcome = outcome.body
+    row_insert(record)
+    if outcome.kind is not OutcomeKind.BOUND:  # bind() wrote the events and the row
+        audit.flush()
+        if outcome.entered:
+            clarification_jobs_finish(clar)
+        _save(clar)
+    return replace(outcome, response_id=record.pk)
+
+
+def _binding_apply(
+    outcome: Outcome,
+    clar: Clarification,
+    current: NodeVersion | None,
+    record: ResponseRecord,
+    audit: AuditBuffer,
+) -> Outcome:
+    """A binding answer: its event, the earlier responses that count marked `bound`, the
+    quorum satisfied, then `bind`. Returns the outcome with the bound `factVersionTx`."""
+    overriding = record.binding_status == BindingStatus.STEWARD_OVERRIDE
+    _response_event(audit, record, "steward_override" if overriding else "response_recorded")
+    earlier = [pk for pk in outcome.counting if pk is not NEW]
+    if earlier:
+        ResponseRecord.objects.filter(pk__in=earlier).update(binding_status=BindingStatus.BOUND)
+    _quorum(audit, clar, outcome.quorum)
+    version = bind(
+        clar,
+        current=current,
+        interval=cast(Interval, outcome.interval),
+        evidence_class=cast(str, outcome.evidence_class),
+        responses=[record.pk if pk is NEW else pk for pk in outcome.counting],
+        audit=audit,
+    )
+    return replace(outcome, fact_version_tx=version.tx_from)
+
+
+def _recording_apply(
+    outcome: Outcome, clar: Clarification, event: Callable[..., None], audit: AuditBuffer
+) -> None:
+    """The events and state changes of an answer that records without binding, in the
+    order the audit trail shows them."""
     kind = outcome.kind
-    if kind is OutcomeKind.BOUND:
-        event(
-            "steward_override" if shown == BindingStatus.STEWARD_OVERRIDE else "response_recorded"
-        )
-        earlier = [pk for pk in outcome.counting if pk is not NEW]
-        if earlier:
-            ResponseRecord.objects.filter(pk__in=earlier).update(binding_status=BindingStatus.BOUND)
-        _quorum(audit, clar, outcome.quorum)
-        version = bind(
-            clar,
-            current=current,
-            interval=cast(Interval, outcome.interval),
-            evidence_class=cast(str, outcome.evidence_class),
-            responses=[record.pk if pk is NEW else pk for pk in outcome.counting],
-            audit=audit,
-        )
-        outcome = replace(outcome, fact_version_tx=version.tx_from)
-    elif kind is OutcomeKind.POST_BINDING_CONFLICT:
+    if kind is OutcomeKind.POST_BINDING_CONFLICT:
         event("post_binding_conflict")
         event("steward_notified", reason="post_binding_conflict")
     elif kind is OutcomeKind.BINDING_UPHELD:
@@ -279,17 +308,6 @@ def answer_apply(
         clarification_transition(clar, State.PARTIALLY_CONFIRMED, audit=audit)
     else:
         raise ValueError(f"{kind} records nothing")
-    # The HTTP status the answer returns (CONTRACT §3.2), kept with the body for a replay.
-    record.binding_status = cast(str, outcome.status)
-    record.outcome_status = 200 if outcome.settled else 202
-    record.outcome = outcome.body
-    row_insert(record)
-    audit.flush()
-    if kind is OutcomeKind.CONFLICT and outcome.entered:
-        clarification_jobs_finish(clar)
-    if kind is not OutcomeKind.BOUND:
-        _save(clar)
-    return replace(outcome, response_id=record.pk)
 
 
 def _response_event(audit: AuditBuffer, record: ResponseRecord, type: str, **extra: Any) -> None:
