@@ -529,6 +529,42 @@ def _fact_versions_scrub(tenant: Tenant, subject: ErasureSubject) -> int:
     return changed
 
 
+def _jobs_scrub(tenant: Tenant, subject: ErasureSubject, pid: str) -> int:
+    """The tenant's jobs mentioning the subject, locked: their ranking positions nil'd
+    (positions kept), every other mention erased. Returns how many changed."""
+    jobs = 0
+    for job in (
+        Job.objects.select_for_update()
+        .filter(tenant=tenant)
+        .filter(subject.q("payload", "last_error", "result"))
+    ):
+        payload = dict(job.payload) if isinstance(job.payload, dict) else job.payload
+        if isinstance(payload, dict) and isinstance(payload.get("ranking"), list):
+            payload["ranking"] = [str(NIL) if r == pid else r for r in payload["ranking"]]
+        payload = _scrub(payload, subject)
+        last_error, result = subject.text(job.last_error), _scrub(job.result, subject)
+        if (payload, last_error, result) != (job.payload, job.last_error, job.result):
+            job.payload, job.last_error, job.result = payload, last_error, result
+            job.save(update_fields=["payload", "last_error", "result", "updated_at"])
+            jobs += 1
+    return jobs
+
+
+def _person_tombstone(person: Person) -> None:
+    """The erased person's row keeps only its key: no keys, user, groups, name or email."""
+    person.api_keys.all().delete()
+    user = person.user
+    person.user = None
+    person.name = "(erased)"
+    person.email = f"erased-{uuid.uuid4().hex}@erased.invalid"
+    person.role = Rights.VIEWER
+    person.erased_at = timezone.now()
+    person.save()
+    person.groups.clear()
+    if user is not None:
+        user.delete()
+
+
 @transaction.atomic
 def gdpr_erase(
     *, tenant: Tenant, person: Person, actor: Person | None = None, via: str = "cli"
@@ -548,21 +584,7 @@ def gdpr_erase(
     by = _actor_id(actor, person)
     # Jobs before clarifications: leasing and reaping lock a job, then its clarification;
     # taking them in the same order means waiting for a lease, never deadlocking with it.
-    jobs = 0
-    for job in (
-        Job.objects.select_for_update()
-        .filter(tenant=tenant)
-        .filter(subject.q("payload", "last_error", "result"))
-    ):
-        payload = dict(job.payload) if isinstance(job.payload, dict) else job.payload
-        if isinstance(payload, dict) and isinstance(payload.get("ranking"), list):
-            payload["ranking"] = [str(NIL) if r == pid else r for r in payload["ranking"]]
-        payload = _scrub(payload, subject)
-        last_error, result = subject.text(job.last_error), _scrub(job.result, subject)
-        if (payload, last_error, result) != (job.payload, job.last_error, job.result):
-            job.payload, job.last_error, job.result = payload, last_error, result
-            job.save(update_fields=["payload", "last_error", "result", "updated_at"])
-            jobs += 1
+    jobs = _jobs_scrub(tenant, subject, pid)
     counts: dict[str, int] = {
         "clarifications": _attribution_erase(tenant=tenant, person=person, by=by, via=via),
         "jobs": jobs,
@@ -616,17 +638,7 @@ def gdpr_erase(
     )
 
     counts["aliases"] = PersonAlias.objects.filter(person=person).delete()[0]
-    person.api_keys.all().delete()
-    user = person.user
-    person.user = None
-    person.name = "(erased)"
-    person.email = f"erased-{uuid.uuid4().hex}@erased.invalid"
-    person.role = Rights.VIEWER
-    person.erased_at = timezone.now()
-    person.save()
-    person.groups.clear()
-    if user is not None:
-        user.delete()
+    _person_tombstone(person)
     audit_event_append(
         tenant=tenant,
         type="person_erased",
