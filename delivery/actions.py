@@ -26,9 +26,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from clarify.answering import AnswerCaller, AnswerInput
 from clarify.errors import AlreadyAnswered, UnparseableAnswer
 from clarify.models import Clarification
-from clarify.services import AnswerCaller, AnswerInput, audit_event_append, clarification_answer
+from clarify.services import audit_event_append, clarification_answer
 from telha.common.errors import DomainError
 from telha.tenancy.models import Person, Tenant
 
@@ -258,8 +259,8 @@ def _answer(verified: VerifiedTap, tap: CardTap, custom: dict[str, Any] | None) 
     delivery, person = verified.delivery, verified.person
     clar = delivery.clarification
     try:
-        result = clarification_answer(
-            caller=AnswerCaller(tenant=delivery.tenant, clarify_service=True),
+        outcome = clarification_answer(
+            caller=AnswerCaller.clarify_service_of(delivery.tenant),
             clarification_id=clar.pk,
             answer=AnswerInput(
                 answer_index=None if custom is not None else tap.answer_index,
@@ -277,8 +278,8 @@ def _answer(verified: VerifiedTap, tap: CardTap, custom: dict[str, Any] | None) 
     except DomainError as exc:
         return card_tap_refuse(delivery, exc.code, tap.channel)
     clar.refresh_from_db()
-    text = outcome_copy(clar, result.body, person)
-    return CardReply(ANSWERED, text, clarification=clar, body=result.body)
+    text = outcome_copy(clar, outcome.body, person)
+    return CardReply(ANSWERED, text, clarification=clar, body=outcome.body)
 
 
 def _moved_on(reply: CardReply, delivery: Delivery) -> CardReply:

@@ -15,14 +15,12 @@ from django.conf import settings
 from django.db import transaction
 
 from clarify.models import Clarification, ResponseRecord, State
-from clarify.policy import job_priority
 from clarify.selectors import pending_caveat
-from clarify.services import CLARIFY_JOB_KIND, audit_event_append
+from clarify.services import CLARIFY_JOB_KIND, audit_event_append, clarification_route
 from telha.common.times import from_us, now_us
 from telha.graph.models import EvidenceClass, NodeVersion
 from telha.graph.selectors import readable_nodes
 from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_enqueue
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person
 
@@ -300,29 +298,14 @@ def ask_now(*, requester: Person, clarification_id: Any) -> str:
     ).exists()
     if active:
         return "That question is already on its way; you'll see the answer here once it's bound."
-    job_enqueue(
-        tenant=clar.tenant,
-        kind=CLARIFY_JOB_KIND,
-        payload={"v": 1, "clarificationId": str(clar.pk), "ranking": clar.asked},
-        priority=job_priority(clar.severity),
-        max_attempts=len(clar.asked) + 1,
-        subject=str(clar.pk),
-    )
+    clarification_route(clar)
     audit_event_append(
         tenant=clar.tenant,
         clarification=clar,
         type="ask_now",
         detail={"requester": str(requester.pk)},
     )
-    transaction.on_commit(_kick_routing)
     return "Asked. You'll see the answer here once it's bound."
-
-
-def _kick_routing() -> None:
-    """Wake the delivery workers after commit (a no-op until the dispatcher is installed)."""
-    from telha.jobs import dispatch
-
-    dispatch.kick(CLARIFY_JOB_KIND)
 
 
 @transaction.atomic

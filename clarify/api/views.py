@@ -13,9 +13,11 @@ from telha.common.pagination import CURSOR_MAX_LENGTH, SignedCursorPagination
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Audience
 
+from ..answering import AnswerCaller, AnswerInput
 from ..models import Clarification, Severity, State
 from ..selectors import readable_clarifications
-from ..services import AnswerCaller, AnswerInput, clarification_answer
+from ..services import clarification_answer
+from .outcomes import answer_reply
 from .serializers import (
     AnswerInSerializer,
     AnswerOutSerializer,
@@ -141,10 +143,11 @@ class ClarificationAnswerView(APIView):
     def post(self, request: Request, clarification_id: str) -> Response:
         """Answer a clarification (the outcome matrix of CONTRACT §3.2)."""
         caller: Caller = request.user  # type: ignore[assignment]
-        result = clarification_answer(
+        outcome = clarification_answer(
             caller=answer_caller_for(caller),
             clarification_id=clarification_id,
             answer=answer_input_from(request.data),
             readable_by=caller,
         )
-        return Response(result.body, status=result.status)
+        reply = answer_reply(outcome)
+        return Response(reply.body, status=reply.status)

@@ -276,9 +276,12 @@ def test_the_ask_module_imports_only_read_scoping_and_the_queue_from_clarify() -
         for a in n.names
     }
     assert ("clarify.services", "audit_event_append") in from_clarify
+    # The queue: its job kind, and the one service that enqueues a routing job and wakes
+    # the workers after commit (issue 20: written once, for open, re-ask and ask-now).
     assert {name for module, name in from_clarify if module == "clarify.services"} <= {
         "CLARIFY_JOB_KIND",
         "audit_event_append",
+        "clarification_route",
     }
     assert not {m for m, _ in from_clarify if m and m.startswith(("delivery.actions", "actions"))}
 
