@@ -13,13 +13,16 @@ from telha.admin_site import TenantScopedAdmin, steward_of
 from telha.graph.services import acl_principal_valid
 from telha.jobs.models import Job
 
-from .detection.build import MAX_FILE_BYTES, SUPPORTED
+from .detection.build import MAX_FILE_BYTES
 from .documents import document_upload
+from .formats import SUPPORTED, SUPPORTED_LABEL, Refused, precheck
 from .models import Document
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField(help_text="A .txt, .md, .csv or .eml file of at most 10 MB.")
+    file = forms.FileField(
+        help_text=f"A {SUPPORTED_LABEL.replace(' and ', ' or ')} file of at most 10 MB."
+    )
     title = forms.CharField(required=False, max_length=500)
     acl = forms.CharField(required=False, help_text="Comma list, e.g. group:legal,email:a@b.c")
     restriction = forms.CharField(required=False, max_length=100)
@@ -28,9 +31,16 @@ class UploadForm(forms.Form):
         upload = self.cleaned_data["file"]
         name = upload.name.lower()
         if not any(name.endswith(s) for s in SUPPORTED):
-            raise forms.ValidationError("Only .txt, .md, .csv and .eml files are accepted.")
+            raise forms.ValidationError(f"Only {SUPPORTED_LABEL} files are accepted.")
         if upload.size > MAX_FILE_BYTES:
             raise forms.ValidationError("Files over 10 MB are not accepted.")
+        upload.seek(0)
+        data = upload.read()
+        upload.seek(0)
+        try:
+            precheck(data, upload.name)
+        except Refused as exc:
+            raise forms.ValidationError(f"Refused: {exc}") from exc
         return upload
 
     def clean_acl(self) -> list[str]:
