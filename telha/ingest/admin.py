@@ -10,12 +10,14 @@ from django.shortcuts import render
 from django.urls import path, reverse
 
 from telha.admin_site import TenantScopedAdmin, steward_of
+from telha.graph.models import Source
 from telha.graph.services import acl_principal_valid
 from telha.jobs.models import Job
 
 from .detection.build import MAX_FILE_BYTES
-from .documents import document_upload
+from .documents import UPLOAD_SYSTEM, document_upload
 from .formats import SUPPORTED, SUPPORTED_LABEL, Refused, precheck
+from .highlight import highlighted
 from .models import Document
 
 
@@ -63,6 +65,7 @@ class DocumentAdmin(TenantScopedAdmin):
         "created_at",
         "job_status",
         "job_outcome",
+        "extracted_text",
     )
     readonly_fields = fields
 
@@ -124,6 +127,15 @@ class DocumentAdmin(TenantScopedAdmin):
                 f"{r.get('opened', 0)} opened, {r.get('deduplicated', 0)} deduplicated"
             )
         return job.last_error or "waiting for the worker"
+
+    @admin.display(description="extracted text")
+    def extracted_text(self, obj: Document) -> str:
+        """The text the detection job extracted (the source version it wrote), each
+        ambiguous phrase highlighted and linked to its clarification."""
+        source = Source.objects.filter(
+            tenant=obj.tenant, system=UPLOAD_SYSTEM, external_id=obj.filename
+        ).first()
+        return highlighted(source.versions.order_by("-tx").first() if source else None)
 
     def upload_view(self, request: HttpRequest) -> HttpResponse:
         steward = steward_of(request)

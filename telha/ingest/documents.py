@@ -21,6 +21,7 @@ from .services import submission_apply, submission_plan
 
 log = logging.getLogger(__name__)
 INGEST_DOCUMENT_KIND = "ingest:document"
+UPLOAD_SYSTEM = "upload"  # the source system of uploaded documents
 
 
 @dataclass
@@ -171,7 +172,7 @@ def handle_lease(lease: Lease) -> None:
     outcome = ingest_file(
         tenant=document.tenant,
         file=FileInput(name=document.filename, data=data, modified=document.created_at),
-        system="upload",
+        system=UPLOAD_SYSTEM,
         clarify=clarify,
         acl=document.acl or None,
         restriction=document.restriction,
