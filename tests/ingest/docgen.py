@@ -41,12 +41,16 @@ def pdf_file(
     return bytes(pdf.output())
 
 
-def scanned_pdf(*, created: datetime | None = None, author: str = "") -> bytes:
-    """A PDF whose only page is a picture (no text layer): what a scanner writes."""
-    from PIL import Image, ImageDraw
+def scanned_pdf(
+    *, created: datetime | None = None, author: str = "", words: str = "AGREEMENT (scanned)"
+) -> bytes:
+    """A PDF whose only page is a picture of `words` (no text layer): what a scanner
+    writes."""
+    from PIL import Image, ImageDraw, ImageFont
 
-    image = Image.new("RGB", (400, 120), "white")
-    ImageDraw.Draw(image).text((10, 50), "AGREEMENT (scanned)", fill="black")
+    image = Image.new("RGB", (1200, 200), "white")
+    font = ImageFont.load_default(size=48)
+    ImageDraw.Draw(image).text((20, 60), words, fill="black", font=font)
     buffer = io.BytesIO()
     image.save(buffer, format="PNG")
     pdf = FPDF()
