@@ -345,14 +345,16 @@ DOCS: list[Doc] = [
     (
         "html/effective-table.html",
         lambda: html(
-            "<table><tr><td>Effective</td><td>1 July 2026</td></tr><tr><td>Commencement</td><td>3 July 2026</td></tr></table>"
+            "<table><tr><td>Effective</td><td>1 July 2026</td></tr>"
+            "<tr><td>Commencement</td><td>3 July 2026</td></tr></table>"
         ),
         [("conflicting_dates", ["2026-07-01..", "2026-07-03.."])],
     ),
     (
         "html/payment.html",
         lambda: html(
-            "<p>Executed on 1 July 2026.</p><p>Invoices are payable within 30 days of signature.</p>"
+            "<p>Executed on 1 July 2026.</p>"
+            "<p>Invoices are payable within 30 days of signature.</p>"
         ),
         [("relative_date", ["2026-07-31..", "2026-07-01.."])],
     ),
@@ -367,14 +369,23 @@ DOCS: list[Doc] = [
     (
         "msg/headers-agree.msg",
         lambda: msg(
-            headers="Received: from mx by mail.acme.test; Tue, 14 Jul 2026 09:12:44 +0000\r\nFrom: Alice Author <alice@acme.test>\r\nTo: bob@acme.test\r\nSubject: Renewal\r\nDate: Tue, 14 Jul 2026 08:00:00 +0000\r\n\r\n"
+            headers="Received: from mx by mail.acme.test; Tue, 14 Jul 2026 09:12:44 +0000\r\n"
+            "From: Alice Author <alice@acme.test>\r\n"
+            "To: bob@acme.test\r\n"
+            "Subject: Renewal\r\n"
+            "Date: Tue, 14 Jul 2026 08:00:00 +0000\r\n"
+            "\r\n"
         ),
         [],
     ),
     (
         "msg/headers-bad-date.msg",
         lambda: msg(
-            headers="Received: from mx by mail.acme.test; Tue, 14 Jul 2026 09:12:44 +0000\r\nFrom: Alice Author <alice@acme.test>\r\nSubject: Renewal\r\nDate: sometime on Tuesday\r\n\r\n"
+            headers="Received: from mx by mail.acme.test; Tue, 14 Jul 2026 09:12:44 +0000\r\n"
+            "From: Alice Author <alice@acme.test>\r\n"
+            "Subject: Renewal\r\n"
+            "Date: sometime on Tuesday\r\n"
+            "\r\n"
         ),
         [("low_confidence_extraction", ["2026-07-14.."])],
     ),
@@ -383,7 +394,8 @@ DOCS: list[Doc] = [
     (
         "text/nda.md",
         lambda: (
-            b"---\ntitle: NDA\ndate: 2026-03-03\n---\nThe obligations apply from the start of next month.\n"
+            b"---\ntitle: NDA\ndate: 2026-03-03\n---\n"
+            b"The obligations apply from the start of next month.\n"
         ),
         [("relative_date", ["2026-04-01..", "2026-03-03.."])],
     ),
@@ -400,7 +412,12 @@ DOCS: list[Doc] = [
     (
         "text/notice.eml",
         lambda: (
-            b"Received: from mx by mail.acme.test; Tue, 14 Jul 2026 09:12:44 +0000\nFrom: Alice <alice@acme.test>\nSubject: Renewal\nDate: Thu, 9 Jul 2026 16:03:10 +0000\n\nPlease confirm.\n"
+            b"Received: from mx by mail.acme.test; Tue, 14 Jul 2026 09:12:44 +0000\n"
+            b"From: Alice <alice@acme.test>\n"
+            b"Subject: Renewal\n"
+            b"Date: Thu, 9 Jul 2026 16:03:10 +0000\n"
+            b"\n"
+            b"Please confirm.\n"
         ),
         [("conflicting_dates", ["2026-07-09..", "2026-07-14.."])],
     ),
@@ -408,7 +425,8 @@ DOCS: list[Doc] = [
     (
         "text/mou.md",
         lambda: (
-            b"MEMORANDUM OF UNDERSTANDING\n\nThe parties agree to negotiate a lease in good faith.\n"
+            b"MEMORANDUM OF UNDERSTANDING\n\n"
+            b"The parties agree to negotiate a lease in good faith.\n"
         ),
         [("undated", [])],
     ),
@@ -428,7 +446,9 @@ def generate(folder: Path = FOLDER) -> int:
 
 
 def _key(valid_from: date | None, valid_to: date | None) -> str:
-    return f"{valid_from.isoformat() if valid_from else ''}..{valid_to.isoformat() if valid_to else ''}"
+    start = valid_from.isoformat() if valid_from else ""
+    end = valid_to.isoformat() if valid_to else ""
+    return f"{start}..{end}"
 
 
 def predicted(path: Path, name: str) -> list[dict[str, Any]]:
