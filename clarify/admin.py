@@ -29,6 +29,7 @@ from telha.admin_site import TenantScopedAdmin, json_for_people, steward_of
 from telha.common.errors import DomainError
 from telha.common.times import TimeParseError, iso, parse_us
 from telha.graph.models import NodeVersion
+from telha.graph.timeline import versions_svg
 from telha.tenancy.models import Person, Rights
 
 from .models import (
@@ -338,7 +339,7 @@ class ClarificationAdmin(TenantScopedAdmin):
             self._act(request, clar, steward)
             return HttpResponseRedirect(request.path)
         report = _display_report(clarification_detail(clar), clar.tenant)
-        versions = NodeVersion.objects.filter(node_id=clar.target_id).order_by("tx_from")
+        versions = list(NodeVersion.objects.filter(node_id=clar.target_id).order_by("tx_from"))
         timeline = [
             {
                 "seq": v.seq,
@@ -372,6 +373,7 @@ class ClarificationAdmin(TenantScopedAdmin):
             "original": clar,
             "report": report,
             "timeline": timeline,
+            "timeline_svg": versions_svg(versions, bound_tx=clar.fact_version_tx),
             "span": span,
             "source": clar.source_version.source,
             "override_form": OverrideForm(clarification=clar),
