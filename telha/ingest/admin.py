@@ -16,7 +16,7 @@ from telha.jobs.models import Job
 
 from .detection.build import MAX_FILE_BYTES
 from .documents import UPLOAD_SYSTEM, document_upload
-from .formats import SUPPORTED, SUPPORTED_LABEL, Refused, precheck
+from .formats import SUPPORTED, SUPPORTED_LABEL, Refused, precheck_upload
 from .highlight import highlighted
 from .models import Document
 
@@ -36,11 +36,8 @@ class UploadForm(forms.Form):
             raise forms.ValidationError(f"Only {SUPPORTED_LABEL} files are accepted.")
         if upload.size > MAX_FILE_BYTES:
             raise forms.ValidationError("Files over 10 MB are not accepted.")
-        upload.seek(0)
-        data = upload.read()
-        upload.seek(0)
         try:
-            precheck(data, upload.name)
+            precheck_upload(upload, upload.name)
         except Refused as exc:
             raise forms.ValidationError(f"Refused: {exc}") from exc
         return upload

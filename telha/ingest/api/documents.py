@@ -20,7 +20,7 @@ from telha.ingest.formats import (
     Refused,
     Unreadable,
     Unsupported,
-    precheck,
+    precheck_upload,
 )
 from telha.tenancy.auth import IsIngestServiceOrSteward
 
@@ -56,11 +56,8 @@ def refuse_document(upload: Any, name: str) -> None:
     text is the detection job's work."""
     if PurePosixPath(name).suffix.lower() not in SUPPORTED:
         raise UnsupportedDocument()
-    upload.seek(0)
-    data = upload.read()
-    upload.seek(0)
     try:
-        precheck(data, name)
+        precheck_upload(upload, name)
     except Refused as exc:
         raise REFUSALS.get(type(exc), DocumentUnreadable)(str(exc)) from exc
 

@@ -8,6 +8,7 @@ before it is stored. A refusal is a `Refused` with a reason ("encrypted: …").
 """
 
 from pathlib import PurePosixPath
+from typing import Any
 
 from .base import (
     OCR_AVAILABLE,
@@ -43,6 +44,7 @@ __all__ = [
     "Unsupported",
     "extract",
     "precheck",
+    "precheck_upload",
     "suffix_of",
 ]
 
@@ -66,6 +68,14 @@ def precheck(data: bytes, name: str) -> str:
 
         open_pdf(data)
     return suffix
+
+
+def precheck_upload(upload: Any, name: str) -> None:
+    """`precheck` of an uploaded file object, left rewound for storing."""
+    upload.seek(0)
+    data = upload.read()
+    upload.seek(0)
+    precheck(data, name)
 
 
 def extract(data: bytes, name: str) -> Extracted:
