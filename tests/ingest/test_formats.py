@@ -9,6 +9,8 @@ import pytest
 
 from clarify.models import Clarification
 from clarify.ranking import rank_candidates
+from delivery.cards import build_card
+from delivery.restriction import excerpt_for_chat
 from telha.graph.models import Edge, Node, SourceVersion
 from telha.ingest.detection.build import FileInput, detect
 from telha.ingest.documents import ingest_file, people_by_name
@@ -291,6 +293,14 @@ def test_a_scanned_pdf_opens_an_undated_clarification(workspace, monkeypatch):
     assert clar.detector_confidence == 0.8
     term = Node.objects.get(tenant=workspace, key="term")
     assert Edge.objects.filter(from_node=term, type="AUTHORED_BY").count() == 1
+    # The question is the redacted one: the document's link, no span text to quote.
+    assert clar.span_start is None and excerpt_for_chat(clar) == ""
+    card = build_card(clar, "nonce", excerpt_for_chat(clar))
+    assert card.excerpt == "" and card.question.startswith("What date applies to")
+    assert card.document_url.endswith(
+        f"/admin/graph/source/{clar.source_version.source_id}/change/"
+    )
+    assert [c["label"] for c in clar.candidates] == ["2 March 2026 (PDF creation date)"]
 
 
 def test_every_format_ingests_through_one_path(workspace):
