@@ -314,6 +314,10 @@ def test_the_admin_upload_form(steward, workspace):
     page = steward.get("/admin/ingest/document/upload/")
     assert page.status_code == 200
     assert b'enctype="multipart/form-data"' in page.content
+    assert (
+        "A .txt, .md, .csv, .eml, .pdf, .docx, .xlsx, .html/.htm or .msg file of at most 10 MB."
+        in page.content.decode()
+    )
     response = steward.post(
         "/admin/ingest/document/upload/",
         {
