@@ -58,7 +58,8 @@ def _bars(
 ) -> tuple[list[Bar], str, str, float]:
     ends = [t for v in versions for t in (v.valid_from, v.valid_to) if t is not None]
     low, high = (min(ends), max(ends)) if ends else (0, 1)
-    if high == low:
+    single = high == low
+    if single:
         high = low + 86_400_000_000  # one day, so a single instant still has a width
     span, inner = high - low, WIDTH - LEFT - RIGHT
     # Room for an open start on the left and, wider, for an open end (and its label) on
@@ -86,7 +87,8 @@ def _bars(
                 evidence=v.evidence_class,
             )
         )
-    return bars, _day(low) if ends else "", _day(high) if ends else "", x(high, WIDTH - RIGHT)
+    high_label = _day(high) if ends and not single else ""  # one date: one label
+    return bars, _day(low) if ends else "", high_label, x(high, WIDTH - RIGHT)
 
 
 def _row(i: int, bar: Bar) -> SafeString:

@@ -68,6 +68,11 @@ def test_a_pending_best_guess_and_a_closed_interval():
     assert "valid 2026-06-12 → 2026-07-12" in bar["title"]
 
 
+def test_one_date_is_labelled_once():
+    svg = str(versions_svg([version(1, JUN_12, None, 5), version(2, JUN_12, None, 9)]))
+    assert svg.count(">2026-06-12<") == 1 and ">2026-06-13<" not in svg
+
+
 def test_an_undated_fact_is_drawn_open_both_ways():
     svg = str(versions_svg([version(1, None, None, 5)]))
     [bar] = rows(svg)
