@@ -28,6 +28,7 @@ from telha.admin_site import TenantScopedAdmin, json_for_people, steward_of
 from telha.common.errors import DomainError
 from telha.common.times import TimeParseError, iso, parse_us
 from telha.graph.models import NodeVersion
+from telha.graph.timeline import versions_svg
 from telha.tenancy.models import Person, Rights
 
 from .errors import StewardViewStale
@@ -325,7 +326,7 @@ class ClarificationAdmin(TenantScopedAdmin):
             self._act(request, clar, steward)
             return HttpResponseRedirect(request.path)
         report = _display_report(clarification_detail(clar), clar.tenant)
-        versions = NodeVersion.objects.filter(node_id=clar.target_id).order_by("tx_from")
+        versions = list(NodeVersion.objects.filter(node_id=clar.target_id).order_by("tx_from"))
         timeline = [
             {
                 "seq": v.seq,
@@ -359,6 +360,7 @@ class ClarificationAdmin(TenantScopedAdmin):
             "original": clar,
             "report": report,
             "timeline": timeline,
+            "timeline_svg": versions_svg(versions, bound_tx=clar.fact_version_tx),
             "span": span,
             "source": clar.source_version.source,
             "override_form": OverrideForm(clarification=clar),

@@ -216,6 +216,7 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
     from telha.common.times import iso
     from telha.graph.models import NodeVersion
     from telha.graph.selectors import readable_nodes
+    from telha.graph.timeline import versions_svg
 
     from .ask import reader_for
 
@@ -226,6 +227,7 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
         raise Http404 from exc
     if person is None or not readable_nodes(reader_for(person)).filter(pk=pk).exists():
         raise Http404("No such fact.")
+    rows = list(NodeVersion.objects.filter(node_id=pk).order_by("tx_from"))
     versions = [
         {
             "seq": v.seq,
@@ -236,6 +238,8 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
             "evidence": v.evidence_class,
             "pending": v.pending,
         }
-        for v in NodeVersion.objects.filter(node_id=pk).order_by("tx_from")
+        for v in rows
     ]
-    return render(request, "inbox/fact.html", {"versions": versions})
+    return render(
+        request, "inbox/fact.html", {"versions": versions, "timeline_svg": versions_svg(rows)}
+    )

@@ -64,8 +64,14 @@ class SourceAdmin(TenantScopedAdmin):
     list_display = ("title", "system", "external_id", "restriction", "acl_list")
     list_filter = ("system", "restriction")
     search_fields = ("title", "external_id")
-    fields = ("title", "system", "external_id", "uri", "restriction", "acl_list", "versions")
-    readonly_fields = ("title", "system", "external_id", "uri", "acl_list", "versions")
+    fields = (
+        *("title", "system", "external_id", "uri", "restriction", "acl_list", "versions"),
+        "extracted_text",
+    )
+    readonly_fields = (
+        *("title", "system", "external_id", "uri", "acl_list", "versions"),
+        "extracted_text",
+    )
 
     def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
         steward = steward_of(request)
@@ -88,6 +94,12 @@ class SourceAdmin(TenantScopedAdmin):
             "<div>{} — {} characters, sha256 {}…</div>",
             ((iso(v.tx), len(v.text), v.content_hash[:12]) for v in obj.versions.all()),
         )
+
+    @admin.display(description="text of the latest version")
+    def extracted_text(self, obj: Source) -> str:
+        from telha.ingest.highlight import highlighted
+
+        return highlighted(obj.versions.order_by("-tx").first())
 
 
 @admin.register(NodeVersion)

@@ -10,16 +10,21 @@ from django.shortcuts import render
 from django.urls import path, reverse
 
 from telha.admin_site import TenantScopedAdmin, steward_of
+from telha.graph.models import Source
 from telha.graph.services import acl_principal_valid
 from telha.jobs.models import Job
 
-from .detection.build import MAX_FILE_BYTES, SUPPORTED
-from .documents import document_upload
+from .detection.build import MAX_FILE_BYTES
+from .documents import UPLOAD_SYSTEM, document_upload
+from .formats import SUPPORTED, SUPPORTED_LABEL, Refused, precheck_upload
+from .highlight import highlighted
 from .models import Document
 
 
 class UploadForm(forms.Form):
-    file = forms.FileField(help_text="A .txt, .md, .csv or .eml file of at most 10 MB.")
+    file = forms.FileField(
+        help_text=f"A {SUPPORTED_LABEL.replace(' and ', ' or ')} file of at most 10 MB."
+    )
     title = forms.CharField(required=False, max_length=500)
     acl = forms.CharField(required=False, help_text="Comma list, e.g. group:legal,email:a@b.c")
     restriction = forms.CharField(required=False, max_length=100)
@@ -28,9 +33,13 @@ class UploadForm(forms.Form):
         upload = self.cleaned_data["file"]
         name = upload.name.lower()
         if not any(name.endswith(s) for s in SUPPORTED):
-            raise forms.ValidationError("Only .txt, .md, .csv and .eml files are accepted.")
+            raise forms.ValidationError(f"Only {SUPPORTED_LABEL} files are accepted.")
         if upload.size > MAX_FILE_BYTES:
             raise forms.ValidationError("Files over 10 MB are not accepted.")
+        try:
+            precheck_upload(upload, upload.name)
+        except Refused as exc:
+            raise forms.ValidationError(f"Refused: {exc}") from exc
         return upload
 
     def clean_acl(self) -> list[str]:
@@ -53,6 +62,7 @@ class DocumentAdmin(TenantScopedAdmin):
         "created_at",
         "job_status",
         "job_outcome",
+        "extracted_text",
     )
     readonly_fields = fields
 
@@ -114,6 +124,15 @@ class DocumentAdmin(TenantScopedAdmin):
                 f"{r.get('opened', 0)} opened, {r.get('deduplicated', 0)} deduplicated"
             )
         return job.last_error or "waiting for the worker"
+
+    @admin.display(description="extracted text")
+    def extracted_text(self, obj: Document) -> str:
+        """The text the detection job extracted (the source version it wrote), each
+        ambiguous phrase highlighted and linked to its clarification."""
+        source = Source.objects.filter(
+            tenant=obj.tenant, system=UPLOAD_SYSTEM, external_id=obj.filename
+        ).first()
+        return highlighted(source.versions.order_by("-tx").first() if source else None)
 
     def upload_view(self, request: HttpRequest) -> HttpResponse:
         steward = steward_of(request)

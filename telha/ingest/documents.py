@@ -11,15 +11,17 @@ from django.db import transaction
 
 from telha.common.errors import DomainError, SubmissionInvalid, flatten_errors
 from telha.jobs.services import Lease, job_complete, job_enqueue, job_fail
-from telha.tenancy.models import Tenant
+from telha.tenancy.models import AliasKind, PersonAlias, Tenant
 
 from .api.serializers import SubmissionInSerializer
-from .detection.build import FileInput, UnsupportedFile, detect, to_submission
+from .detection.build import FileInput, detect, to_submission
+from .formats import Refused
 from .models import Document
 from .services import submission_apply, submission_plan
 
 log = logging.getLogger(__name__)
 INGEST_DOCUMENT_KIND = "ingest:document"
+UPLOAD_SYSTEM = "upload"  # the source system of uploaded documents
 
 
 @dataclass
@@ -43,10 +45,18 @@ class IngestOutcome:
 
 
 def people_by_name(tenant: Tenant) -> dict[str, str]:
-    """Lower-cased names of the tenant's people → their email (to resolve "signed by …")."""
+    """The tenant's directory for detection: lower-cased names, emails and UPNs of its
+    people → their email (to resolve "signed by …" and a document's metadata author)."""
     names: dict[str, str] = {}
-    for name, email in tenant.people.filter(erased_at__isnull=True).values_list("name", "email"):
+    people = tenant.people.filter(erased_at__isnull=True)
+    for name, email in people.values_list("name", "email"):
         names.setdefault(name.lower(), email)
+        names.setdefault(email.lower(), email)
+    upns = PersonAlias.objects.filter(
+        tenant=tenant, kind=AliasKind.UPN, person__erased_at__isnull=True
+    ).values_list("value", "person__email")
+    for upn, email in upns:
+        names.setdefault(upn.lower(), email)
     return names
 
 
@@ -81,7 +91,7 @@ def ingest_file(
         if not shape.is_valid():
             raise SubmissionInvalid(flatten_errors(shape.errors))
         result = submission_apply(tenant=tenant, plan=submission_plan(shape.validated_data))
-    except UnsupportedFile as exc:
+    except Refused as exc:
         outcome.error = str(exc)
         return outcome
     except DomainError as exc:
@@ -162,7 +172,7 @@ def handle_lease(lease: Lease) -> None:
     outcome = ingest_file(
         tenant=document.tenant,
         file=FileInput(name=document.filename, data=data, modified=document.created_at),
-        system="upload",
+        system=UPLOAD_SYSTEM,
         clarify=clarify,
         acl=document.acl or None,
         restriction=document.restriction,

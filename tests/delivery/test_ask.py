@@ -420,6 +420,11 @@ def test_the_trace_link_opens_for_a_reader_and_404s_for_anyone_else(ask_on, worl
     html = page.content.decode()
     assert "Office lease renewal" in html
     assert "human_clarification" in html and "system_extraction" in html  # both versions
+    # ...and as a picture: the superseded extraction above the human binding.
+    assert html.count('<svg class="fact-timeline"') == 1
+    assert html.index('class="version version-superseded"') < html.index(
+        'class="version version-bound"'
+    )
     assert signed_in(people["olga"]).get(f"/{path}").status_code == 404
     missing = f"/inbox/facts/{uuid.uuid4()}/"
     assert signed_in(people["alice"]).get(missing).status_code == 404

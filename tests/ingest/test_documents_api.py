@@ -314,6 +314,10 @@ def test_the_admin_upload_form(steward, workspace):
     page = steward.get("/admin/ingest/document/upload/")
     assert page.status_code == 200
     assert b'enctype="multipart/form-data"' in page.content
+    assert (
+        "A .txt, .md, .csv, .eml, .pdf, .docx, .xlsx, .html/.htm or .msg file of at most 10 MB."
+        in page.content.decode()
+    )
     response = steward.post(
         "/admin/ingest/document/upload/",
         {
@@ -349,11 +353,17 @@ def test_the_admin_upload_form(steward, workspace):
 @pytest.mark.parametrize(
     ("fields", "error"),
     [
-        ({"file": ("scan.pdf", b"%PDF")}, "Only .txt, .md, .csv and .eml files are accepted."),
+        (
+            {"file": ("setup.exe", b"MZ")},
+            "Only .txt, .md, .csv, .eml, .pdf, .docx, .xlsx, .html/.htm and .msg files are "
+            "accepted.",
+        ),
+        ({"file": ("scan.pdf", b"%PDF")}, "Refused: corrupt: the PDF cannot be read"),
+        ({"file": ("msa.docx", b"plain text")}, "Refused: mismatch: the name says .docx"),
         ({"file": ("msa.md", b"x"), "acl": "legal"}, "Use group:NAME, email:ADDR or aad:OID."),
         ({"title": "no file"}, "This field is required."),
     ],
-    ids=["pdf", "bad-acl", "no-file"],
+    ids=["exe", "corrupt-pdf", "mismatch", "bad-acl", "no-file"],
 )
 def test_the_admin_upload_form_refuses(steward, fields, error):
     before = written()

@@ -39,7 +39,7 @@ FILES = {
         "Subject: Renewal notice\nDate: Thu, 9 Jul 2026 16:03:10 +0000\n\nPlease confirm.\n"
     ),
     "notes/plain.md": "Shopping list: eggs, milk, bread.\n",
-    "notes/scan.pdf": "%PDF-1.4 not read\n",
+    "notes/scan.tiff": "II*\x00 not read\n",
     "notes/README": "no suffix, not read\n",
 }
 SUPPORTED_FILES = [name for name in FILES if name.rsplit(".", 1)[-1] in {"md", "txt", "csv", "eml"}]
@@ -188,25 +188,28 @@ def test_a_second_run_deduplicates_everything_and_opens_nothing(workspace, docs)
 def test_unsupported_files_in_a_folder_are_skipped(workspace, docs):
     data = ingest_json(str(docs))
     files = [r["file"] for r in data["results"]]
-    assert "docs/notes/scan.pdf" not in files and "docs/notes/README" not in files
+    assert "docs/notes/scan.tiff" not in files and "docs/notes/README" not in files
     assert data["errors"] == []
 
 
 def test_naming_an_unsupported_file_reports_an_error(workspace, docs):
-    data = ingest_json(str(docs / "notes" / "scan.pdf"), str(docs / "notes" / "plain.md"))
+    data = ingest_json(str(docs / "notes" / "scan.tiff"), str(docs / "notes" / "plain.md"))
     assert data["files"] == 2
     [error] = data["errors"]
-    assert error["file"] == "scan.pdf"
-    assert "only .csv, .eml, .md, .txt are read" in error["error"]
+    assert error["file"] == "scan.tiff"
+    assert (
+        "unsupported: only .txt, .md, .csv, .eml, .pdf, .docx, .xlsx, .html/.htm and .msg "
+        "files are read" in error["error"]
+    )
     assert Source.objects.count() == 1  # only plain.md
-    out, _ = ingest(str(docs / "notes" / "scan.pdf"), str(docs / "notes" / "plain.md"))
-    assert "  ! scan.pdf: " in out
+    out, _ = ingest(str(docs / "notes" / "scan.tiff"), str(docs / "notes" / "plain.md"))
+    assert "  ! scan.tiff: " in out
     assert table(out)["errors"] == "1"
 
 
 def test_when_no_file_can_be_ingested_the_command_fails(workspace, docs):
     before = counts()
-    code, message = refused(str(docs / "notes" / "scan.pdf"))
+    code, message = refused(str(docs / "notes" / "scan.tiff"))
     assert code == 1 and "INGEST_FAILED" in message
     assert counts() == before
 
@@ -306,7 +309,7 @@ def test_an_empty_folder(workspace, tmp_path):
 def test_folders_are_walked_in_path_order_and_streamed(tmp_path):
     from telha.ingest.management.commands.ingest import iter_files
 
-    for name in ("d/b.md", "d/a/x.md", "d/a.md", "d/a/y.csv", "d/a/skip.pdf", "d/c/z.eml"):
+    for name in ("d/b.md", "d/a/x.md", "d/a.md", "d/a/y.csv", "d/a/skip.tiff", "d/c/z.eml"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
     walk = iter_files([str(tmp_path / "d")])

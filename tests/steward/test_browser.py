@@ -139,6 +139,11 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
         page.wait_for_url(re.compile(rf"/admin/clarify/clarification/{clar.pk}/change/"))
         assert page.locator("h1", has_text="MSA term").count() == 1
         assert "Bind this answer" in page.content()
+        timeline = page.locator("svg.fact-timeline")
+        assert timeline.count() == 1 and timeline.is_visible()
+        assert timeline.locator("g.version-pending").count() == 1  # the best guess
+        box = timeline.locator("g.version-pending rect").bounding_box()
+        assert box is not None and box["width"] > 0 and box["height"] > 0
         page.screenshot(path=str(SCREENSHOTS / "decide.png"), full_page=True)
 
         page.select_option("select[name=answer_index]", "1")
@@ -149,6 +154,12 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
         assert bound_row.count() == 1
         assert "2026-06-12 00:00:00 UTC" in bound_row.inner_text()
         assert "steward_override" in bound_row.inner_text()
+        # The picture: the superseded best guess above the bound correction, drawn left of
+        # it (12 June is earlier in valid time than the guessed 1 October).
+        superseded = page.locator("svg.fact-timeline g.version-superseded rect").bounding_box()
+        corrected = page.locator("svg.fact-timeline g.version-bound rect").bounding_box()
+        assert superseded is not None and corrected is not None
+        assert corrected["y"] > superseded["y"] and corrected["x"] < superseded["x"]
         page.screenshot(path=str(SCREENSHOTS / "after-override.png"), full_page=True)
 
         # The new version in the NodeVersion admin, too.

@@ -300,3 +300,18 @@ def test_steward_cli_refusals_exit_1_and_bad_usage_exits_2(conflicted):
             cli(*args)
         assert refused.value.returncode == code, (args, str(refused.value))
     assert_nothing_written(before)
+
+
+def test_decide_page_draws_the_versions_as_svg(conflicted, steward_client):
+    clar = conflicted()
+    page = steward_client.get(change_url(clar)).content.decode()
+    assert page.count('<svg class="fact-timeline"') == 1
+    assert page.count('class="version version-pending"') == 1
+    resp = steward_client.post(
+        change_url(clar), {"action": "override", "answer_index": "1", "reason": "signed copy"}
+    )
+    assert resp.status_code == 302
+    page = steward_client.get(change_url(clar)).content.decode()
+    assert page.count('class="version version-superseded"') == 1
+    assert page.count('class="version version-bound"') == 1
+    assert "bound correction; valid 2026-06-12 → open" in html.unescape(page)

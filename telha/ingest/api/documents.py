@@ -11,21 +11,55 @@ from rest_framework.views import APIView
 
 from telha.common.errors import DomainError, InvalidInput
 from telha.graph.services import acl_principal_valid
-from telha.ingest.detection.build import MAX_FILE_BYTES, SUPPORTED
+from telha.ingest.detection.build import MAX_FILE_BYTES
 from telha.ingest.documents import INGEST_DOCUMENT_KIND, document_upload
+from telha.ingest.formats import (
+    SUPPORTED,
+    SUPPORTED_LABEL,
+    OverLimit,
+    Refused,
+    Unreadable,
+    Unsupported,
+    precheck_upload,
+)
 from telha.tenancy.auth import IsIngestServiceOrSteward
 
 
 class UnsupportedDocument(DomainError):
     status_code = 415
     code = "UNSUPPORTED_MEDIA_TYPE"
-    default_detail = "Only .txt, .md, .csv and .eml files are accepted."
+    default_detail = f"Only {SUPPORTED_LABEL} files are accepted."
+
+
+class DocumentUnreadable(DomainError):
+    status_code = 422
+    code = "DOCUMENT_UNREADABLE"
+    default_detail = "The file is encrypted or cannot be read."
 
 
 class DocumentTooLarge(DomainError):
     status_code = 413
     code = "PAYLOAD_TOO_LARGE"
     default_detail = "Files over 10 MB are not accepted."
+
+
+REFUSALS: dict[type[Refused], type[DomainError]] = {
+    Unsupported: UnsupportedDocument,
+    OverLimit: DocumentTooLarge,
+    Unreadable: DocumentUnreadable,
+}
+
+
+def refuse_document(upload: Any, name: str) -> None:
+    """The cheap checks before anything is stored (content sniffing, encryption,
+    declared sizes, the page count): 415, 413 or 422 with the reason. Extracting the
+    text is the detection job's work."""
+    if PurePosixPath(name).suffix.lower() not in SUPPORTED:
+        raise UnsupportedDocument()
+    try:
+        precheck_upload(upload, name)
+    except Refused as exc:
+        raise REFUSALS.get(type(exc), DocumentUnreadable)(str(exc)) from exc
 
 
 class DocumentUploadView(APIView):
@@ -63,8 +97,7 @@ class DocumentUploadView(APIView):
         if upload.size is not None and upload.size > MAX_FILE_BYTES:
             raise DocumentTooLarge()
         name = PurePosixPath(upload.name or "").name
-        if PurePosixPath(name).suffix.lower() not in SUPPORTED:
-            raise UnsupportedDocument()
+        refuse_document(upload, name)
         form: Any = request.data
         if any("\x00" in str(form.get(field, "")) for field in ("title", "acl", "restriction")):
             raise InvalidInput("Form fields must not contain U+0000.")  # PostgreSQL can't store it

@@ -2,20 +2,20 @@
 
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
-from pathlib import PurePosixPath
 from typing import Any
 
+from telha.ingest.formats import LIMITS, TEXT_SUFFIXES, Refused, extract, precheck
+
+from .extracted import detect_document
 from .mail import detect_email
 from .model import Detection, day_us
 from .tabular import detect_csv
 from .text import detect_text
 
-SUPPORTED = {".txt", ".md", ".csv", ".eml"}
-MAX_FILE_BYTES = 10 * 1024 * 1024
-
-
-class UnsupportedFile(ValueError):
-    """A file type the detection worker does not read."""
+MAX_FILE_BYTES = LIMITS.file_bytes
+UnsupportedFile = (
+    Refused  # every refusal of a file (unsupported, mismatching, unreadable, too large)
+)
 
 
 @dataclass(frozen=True)
@@ -26,16 +26,23 @@ class FileInput:
 
 
 def detect(file: FileInput, *, people_by_name: dict[str, str] | None = None) -> Detection:
-    suffix = PurePosixPath(file.name).suffix.lower()
-    if suffix not in SUPPORTED:
-        raise UnsupportedFile(f"{file.name}: only {', '.join(sorted(SUPPORTED))} are read")
+    """Read and detect one file. Raises `Refused` (its reason as the message) for a file
+    that is not read: unsupported, not what its name says, encrypted, corrupt, too large."""
+    suffix = precheck(file.data, file.name)
+    file_date = file.modified.astimezone(UTC).date() if file.modified else None
     if suffix == ".eml":
         return detect_email(file.data, filename=file.name)
-    text = file.data.decode("utf-8", errors="replace").replace("\r\n", "\n")
-    if suffix == ".csv":
-        return detect_csv(text, filename=file.name, people_by_name=people_by_name)
-    file_date = file.modified.astimezone(UTC).date() if file.modified else None
-    return detect_text(text, filename=file.name, file_date=file_date, people_by_name=people_by_name)
+    if suffix in TEXT_SUFFIXES:
+        text = file.data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+        if suffix == ".csv":
+            return detect_csv(text, filename=file.name, people_by_name=people_by_name)
+        return detect_text(
+            text, filename=file.name, file_date=file_date, people_by_name=people_by_name
+        )
+    extracted = extract(file.data, file.name)
+    return detect_document(
+        extracted, filename=file.name, file_date=file_date, people_by_name=people_by_name or {}
+    )
 
 
 def _us(d: date | None) -> int | None:

@@ -7,11 +7,14 @@
 From → SENT_BY, To → TO, Cc → CC.
 """
 
+from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
 from email.utils import getaddresses, parsedate_to_datetime
+
+from telha.ingest.formats.base import Mail
 
 from .dates import label_with_year
 from .model import Candidate, Detection, Fact, Finding, PersonRef
@@ -31,14 +34,19 @@ def _parse(value: str | None) -> datetime | None:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def received_times(message: EmailMessage) -> list[datetime]:
-    """Times of the Received hops (the part after the last ';'), oldest first."""
+def received_from_headers(headers: Sequence[object]) -> list[datetime]:
+    """Times of Received hops (the part after the last ';'), oldest first."""
     out = []
-    for header in message.get_all("Received", []) or []:
+    for header in headers:
         stamp = _parse(str(header).rsplit(";", 1)[-1].strip()) if ";" in str(header) else None
         if stamp is not None:
             out.append(stamp)
     return sorted(out)
+
+
+def received_times(message: EmailMessage) -> list[datetime]:
+    """Times of the message's Received hops, oldest first."""
+    return received_from_headers(list(message.get_all("Received", []) or []))
 
 
 def _candidate(d: datetime, role: str, span: tuple[int, int] | None) -> Candidate:
@@ -108,27 +116,35 @@ def rule_date_received_mismatch(
 
 
 def detect_email(data: bytes, *, filename: str) -> Detection:
-    """One EMAIL fact per message (its Date as `validFrom`), at most one envelope-date
-    finding, and the From/To/Cc people. The canonical text is the header summary plus the
-    plain-text body; the finding's span is its Date line."""
+    """An RFC 822 message (.eml): its envelope through `detect_envelope`."""
     message = BytesParser(policy=policy.default).parsebytes(data)
     assert isinstance(message, EmailMessage)
-    subject = str(message.get("Subject") or filename)
-    raw_date = str(message.get("Date")) if message.get("Date") is not None else None
-    sent = _parse(raw_date)
-    received = received_times(message)
     body_part = message.get_body(preferencelist=("plain",))
-    body = body_part.get_content() if body_part is not None else ""
-    date_line = f"Date: {raw_date}" if raw_date else "Date: (none)"
-    head = "\n".join(
-        [
-            f"Subject: {subject}",
-            f"From: {message.get('From', '')}",
-            f"To: {message.get('To', '')}",
-            date_line,
-        ]
+    return detect_envelope(
+        Mail(
+            subject=str(message.get("Subject") or filename),
+            sender=str(message.get("From", "")),
+            to=", ".join(str(v) for v in message.get_all("To", []) or []),
+            cc=", ".join(str(v) for v in message.get_all("Cc", []) or []),
+            raw_date=str(message.get("Date")) if message.get("Date") is not None else None,
+            received=received_times(message),
+            body=body_part.get_content() if body_part is not None else "",
+        ),
+        filename=filename,
     )
-    text = f"{head}\n\n{body}"
+
+
+def detect_envelope(mail: Mail, *, filename: str) -> Detection:
+    """One EMAIL fact per message (its Date as `validFrom`), at most one envelope-date
+    finding, and the From/To/Cc people — for `.eml` and Outlook `.msg` alike. The
+    canonical text is the header summary plus the plain-text body; the finding's span
+    is its Date line."""
+    subject = mail.subject or filename
+    raw_date, received = mail.raw_date, mail.received
+    sent = _parse(raw_date)
+    date_line = f"Date: {raw_date}" if raw_date else "Date: (none)"
+    head = "\n".join([f"Subject: {subject}", f"From: {mail.sender}", f"To: {mail.to}", date_line])
+    text = f"{head}\n\n{mail.body}"
     start = len(head) - len(date_line)  # the Date line ends the header block
     span = (start, len(head))
     finding = (
@@ -146,8 +162,8 @@ def detect_email(data: bytes, *, filename: str) -> Detection:
     detection = Detection(
         title=subject, text=text, facts=[fact], findings=[finding] if finding else []
     )
-    for header, edge in (("From", "SENT_BY"), ("To", "TO"), ("Cc", "CC")):
-        for name, address in getaddresses([str(v) for v in message.get_all(header, []) or []]):
+    for value, edge in ((mail.sender, "SENT_BY"), (mail.to, "TO"), (mail.cc, "CC")):
+        for name, address in getaddresses([value] if value else []):
             if address:
                 detection.people.append(
                     ("message", edge, PersonRef(name=name, email=address.lower()))

@@ -11,9 +11,11 @@ At most `MAX_FINDINGS_PER_FILE` ambiguities per file; the `owner` column names t
 import csv
 import io
 import re
-from collections.abc import Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import date
+from datetime import date, datetime
+
+from telha.ingest.formats.base import Cell, cell_text
 
 from .dates import label_with_year, parse_date_text
 from .model import Candidate, Detection, Fact, Finding, PersonRef
@@ -110,6 +112,20 @@ def rule_unreadable_cell(key: str, column: str, raw: str, reading: CellReading) 
     )
 
 
+def read_value(value: Cell) -> CellReading:
+    """A cell as the file types it: a date cell (XLSX) is that date, never ambiguous; a
+    number is no date; text is read by `read_cell`."""
+    if isinstance(value, datetime):
+        return CellReading((value.date(),))
+    if isinstance(value, date):
+        return CellReading((value,))
+    if value is None:
+        return CellReading((), blank=True)
+    if isinstance(value, int | float):
+        return CellReading(())
+    return read_cell(str(value))
+
+
 def detect_csv(
     text: str,
     *,
@@ -121,26 +137,76 @@ def detect_csv(
 ) -> Detection:
     """One fact per row; validity from the designated columns; findings capped."""
     reader = csv.DictReader(io.StringIO(text))
-    header = reader.fieldnames or []
-    start_col = _column(header, start_columns)
-    end_col = _column(header, end_columns)
-    id_col = _column(header, ID_COLUMNS)
-    name_col = _column(header, NAME_COLUMNS)
-    owner_col = _column(header, OWNER_COLUMNS)
     detection = Detection(title=filename, text=text)
-    for number, row in enumerate(reader, start=1):
-        key = f"row-{(row.get(id_col) or '').strip() or number}" if id_col else f"row-{number}"
+    table = Table(reader.fieldnames or [], start_columns, end_columns)
+    detect_rows(detection, table, reader, label=label, people_by_name=people_by_name)
+    return detection
+
+
+@dataclass
+class Table:
+    """A table's header and which of its columns mean what."""
+
+    header: Sequence[str]
+    start_columns: tuple[str, ...] = DEFAULT_START_COLUMNS
+    end_columns: tuple[str, ...] = DEFAULT_END_COLUMNS
+    key_prefix: str = ""
+
+    def column(self, options: tuple[str, ...]) -> str | None:
+        return _column(self.header, options)
+
+
+def _bound_candidates(fact: Fact, finding: Finding) -> None:
+    """Give an ambiguous start's candidates the row's end (and the reverse)."""
+    for cand in finding.candidates:
+        if cand.valid_from is None and cand.valid_to is not None:
+            cand.valid_from = (
+                fact.valid_from if fact.valid_from and fact.valid_from < cand.valid_to else None
+            )
+        elif (
+            cand.valid_from is not None
+            and cand.valid_to is None
+            and fact.valid_to
+            and fact.valid_to > cand.valid_from
+        ):
+            cand.valid_to = fact.valid_to
+
+
+def _owner(raw: str, people_by_name: dict[str, str] | None) -> PersonRef:
+    owner = raw.strip()
+    if "@" in owner:
+        return PersonRef(email=owner.lower())
+    return PersonRef(name=owner, email=(people_by_name or {}).get(owner.lower(), ""))
+
+
+def detect_rows(
+    detection: Detection,
+    table: Table,
+    rows: Iterable[Mapping[str, Cell]],
+    *,
+    label: str = "POLICY",
+    people_by_name: dict[str, str] | None = None,
+) -> None:
+    """One fact per row into `detection`; validity from the designated columns."""
+    start_col, end_col = table.column(table.start_columns), table.column(table.end_columns)
+    id_col, name_col = table.column(ID_COLUMNS), table.column(NAME_COLUMNS)
+    owner_col = table.column(OWNER_COLUMNS)
+    for number, row in enumerate(rows, start=1):
+        row_id = cell_text(row.get(id_col)).strip() if id_col else ""
+        key = f"{table.key_prefix}row-{row_id or number}"
         fact = Fact(
-            key=key, labels=[label], properties={k: (v or "").strip() for k, v in row.items() if k}
+            key=key,
+            labels=[label],
+            properties={k: cell_text(v).strip() for k, v in row.items() if k},
         )
-        if name_col and row.get(name_col):
-            fact.properties["name"] = row[name_col].strip()
+        if name_col and cell_text(row.get(name_col)).strip():
+            fact.properties["name"] = cell_text(row.get(name_col)).strip()
         finding: Finding | None = None
         for column, is_end in ((start_col, False), (end_col, True)):
             if column is None:
                 continue
-            raw = row.get(column) or ""
-            reading = read_cell(raw)
+            raw = cell_text(row.get(column))
+            reading = read_value(row.get(column))
             if reading.unambiguous is not None:
                 if is_end:
                     fact.valid_to = reading.unambiguous
@@ -153,28 +219,10 @@ def detect_csv(
         if fact.valid_from and fact.valid_to and fact.valid_from >= fact.valid_to:
             fact.valid_to = None
         if finding is not None:
-            for cand in finding.candidates:
-                if cand.valid_from is None and cand.valid_to is not None:
-                    cand.valid_from = (
-                        fact.valid_from
-                        if fact.valid_from and fact.valid_from < cand.valid_to
-                        else None
-                    )
-                elif (
-                    cand.valid_from is not None
-                    and cand.valid_to is None
-                    and fact.valid_to
-                    and fact.valid_to > cand.valid_from
-                ):
-                    cand.valid_to = fact.valid_to
+            _bound_candidates(fact, finding)
             detection.findings.append(finding)
         detection.facts.append(fact)
-        if owner_col and (row.get(owner_col) or "").strip():
-            owner = row[owner_col].strip()
-            ref = (
-                PersonRef(email=owner.lower())
-                if "@" in owner
-                else PersonRef(name=owner, email=(people_by_name or {}).get(owner.lower(), ""))
+        if owner_col and cell_text(row.get(owner_col)).strip():
+            detection.people.append(
+                (key, "OWNED_BY", _owner(cell_text(row.get(owner_col)), people_by_name))
             )
-            detection.people.append((key, "OWNED_BY", ref))
-    return detection

@@ -243,15 +243,21 @@ def rule_relative_phrase(
 
 
 def rule_undated(
-    text: str, dates: list[DateMatch], has_meta_date: bool, file_date: date | None
+    text: str,
+    dates: list[DateMatch],
+    has_meta_date: bool,
+    file_date: date | None,
+    created: date | None = None,
 ) -> Finding | None:
     """A dated-looking document (an agreement, a policy…) with no date at all →
-    `undated`; the file's date is the (weak) best guess. Other notes are left alone."""
+    `undated`; the creation date its metadata states, else the file's date, is the
+    (weak) best guess. Other notes are left alone."""
     if dates or has_meta_date or not DATED_LOOKING.search(text):
         return None
+    guess = ("created", created) if created else ("file date", file_date)
     candidates = (
-        [Candidate(f"{label_with_year(file_date)} (file date)", file_date)]
-        if file_date
+        [Candidate(f"{label_with_year(guess[1])} ({guess[0]})", guess[1])]
+        if guess[1]
         else [Candidate("no date found in the document")]
     )
     return Finding(
@@ -331,15 +337,20 @@ def detect_text(
     filename: str,
     file_date: date | None = None,
     people_by_name: dict[str, str] | None = None,
+    title: str = "",
+    created: date | None = None,
 ) -> Detection:
-    """Run every text rule over a document; at most one finding per fact. A yearless date
-    takes its year from the document date, else the file's date."""
+    """Run every text rule over a document; at most one finding per fact. The document
+    date (front matter, else the creation date of an extracted document's metadata)
+    anchors relative phrases; a yearless date takes its year from it, else the file's
+    date."""
     meta, body, offset = front_matter(text)
-    title = str(meta.get("title") or filename)
-    document_date = None
+    title = str(meta.get("title") or title or filename)
+    stated = None
     if meta.get("date") is not None:
         raw = meta["date"]
-        document_date = raw if isinstance(raw, date) else parse_date_text(str(raw))
+        stated = raw if isinstance(raw, date) else parse_date_text(str(raw))
+    document_date = stated or created
     year_hint = document_date or file_date
     dates = find_dates(body)
     roles = role_dates(body, dates)
@@ -353,7 +364,7 @@ def detect_text(
             taken.add("signature")
     term_rules = (
         lambda: rule_relative_phrase(body, roles, document_date, offset, file_date),
-        lambda: rule_undated(body, dates, document_date is not None, file_date),
+        lambda: rule_undated(body, dates, stated is not None, file_date, created),
         lambda: rule_yearless_date(dates, {d.start for d in roles.values()}, year_hint, offset),
     )
     for rule in term_rules if "term" not in taken else ():

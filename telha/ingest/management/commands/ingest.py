@@ -24,8 +24,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from telha.graph.services import acl_principal_valid
-from telha.ingest.detection.build import MAX_FILE_BYTES, SUPPORTED, FileInput
+from telha.ingest.detection.build import MAX_FILE_BYTES, FileInput
 from telha.ingest.documents import IngestOutcome, ingest_file, people_by_name
+from telha.ingest.formats import SUPPORTED, SUPPORTED_LABEL
 from telha.tenancy.models import Tenant
 
 GC_EVERY = 50  # files between full collections (cheap next to ingesting 50 files)
@@ -116,7 +117,11 @@ class JsonResults:
 
 
 class Command(BaseCommand):
-    help = "Detect temporal ambiguity in .txt/.md/.csv/.eml files and apply them."
+    help = (
+        f"Detect temporal ambiguity in {SUPPORTED_LABEL} files and apply them. A file that "
+        "is refused (unsupported, not what its name says, encrypted, corrupt, over a "
+        "limit) is reported with its reason; the rest are still ingested."
+    )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+")
@@ -173,7 +178,7 @@ class Command(BaseCommand):
     ) -> IngestOutcome:
         stat = path.stat()
         if stat.st_size > MAX_FILE_BYTES:
-            return IngestOutcome(file=relative, error="file over 10 MB")
+            return IngestOutcome(file=relative, error="too large: file over 10 MB")
         return ingest_file(
             tenant=tenant,
             file=FileInput(

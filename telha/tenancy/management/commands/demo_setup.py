@@ -9,8 +9,9 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from clarify.models import ClarifyPolicy
-from telha.ingest.detection.build import SUPPORTED, FileInput
+from telha.ingest.detection.build import FileInput
 from telha.ingest.documents import ingest_file, people_by_name
+from telha.ingest.formats import SUPPORTED
 from telha.tenancy.services import workspace_load
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"

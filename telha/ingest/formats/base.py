@@ -1,0 +1,102 @@
+"""What a reader returns, and how it refuses."""
+
+import shutil
+from dataclasses import dataclass, field
+from datetime import date, datetime, time
+from typing import Any
+
+OCR_AVAILABLE = shutil.which("tesseract") is not None
+
+
+class Refused(ValueError):
+    """A file the worker will not read; `str()` is the reason ("encrypted: …").
+    `status`/`code` are what `POST /v1/documents` answers (CONTRACT §3.1b)."""
+
+    status = 422
+    code = "DOCUMENT_UNREADABLE"
+
+
+class Unsupported(Refused):
+    """Not a type we read, or bytes that are not what the name says."""
+
+    status = 415
+    code = "UNSUPPORTED_MEDIA_TYPE"
+
+
+class Unreadable(Refused):
+    """Encrypted, corrupt or otherwise unreadable."""
+
+
+class OverLimit(Refused):
+    """Over a limit: bytes, pages, characters, uncompressed size."""
+
+    status = 413
+    code = "PAYLOAD_TOO_LARGE"
+
+
+@dataclass
+class Metadata:
+    """Who wrote the document and when, as the file itself says (DOCX core properties,
+    PDF info, spreadsheet properties, HTML meta tags, a mail's envelope)."""
+
+    authors: list[str] = field(default_factory=list)
+    last_modified_by: list[str] = field(default_factory=list)
+    created: datetime | None = None
+    modified: datetime | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "authors": self.authors,
+            "lastModifiedBy": self.last_modified_by,
+            "created": self.created.isoformat() if self.created else None,
+            "modified": self.modified.isoformat() if self.modified else None,
+        }
+
+
+Cell = str | date | datetime | int | float | bool | None
+
+
+def cell_text(value: Cell) -> str:
+    """A cell as CSV would hold it: a date cell in ISO form, midnight dropped."""
+    if value is None:
+        return ""
+    if isinstance(value, datetime):
+        return value.date().isoformat() if value.time() == time() else value.isoformat()
+    if isinstance(value, date):
+        return value.isoformat()
+    return str(value)
+
+
+@dataclass
+class Sheet:
+    """One worksheet: the header row and the data rows, cells as typed by the file."""
+
+    name: str
+    header: list[str]
+    rows: list[list[Cell]]
+    offset: int = 0  # where the sheet's rendering starts in `Extracted.text`
+
+
+@dataclass
+class Mail:
+    """An Outlook message's envelope, for the same rules as `.eml`."""
+
+    subject: str
+    sender: str
+    to: str
+    cc: str
+    raw_date: str | None
+    received: list[datetime]
+    body: str
+
+
+@dataclass
+class Extracted:
+    text: str
+    title: str = ""
+    metadata: Metadata = field(default_factory=Metadata)
+    pages: int = 0
+    sheets: list[Sheet] | None = None
+    mail: Mail | None = None
+    scanned: bool = False  # a PDF without a text layer (OCR found nothing or did not run)
+    ocr: bool = False  # the text came from OCR
