@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "telha.ingest",
     "clarify",
     "delivery",
+    "identity",
 ]
 
 MIDDLEWARE = [

@@ -7,6 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 from clarify.api import views as clarify_views
 from delivery import inbox
+from identity.urls import scim_v2
 from telha.graph.api import views as graph_views
 from telha.health import healthz
 from telha.ingest.api import views as ingest_views
@@ -52,6 +53,7 @@ urlpatterns = [
     path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
     path("hooks/", include("delivery.hooks.urls")),
+    path("scim/v2/", include(scim_v2)),
 ]
 
 # Errors outside DRF's views: JSON on /v1/ and /hooks/, Django's pages elsewhere.
