@@ -8,6 +8,7 @@ workspace load does (`tenant_identity_resolve`)."""
 
 import uuid
 from dataclasses import dataclass, field
+from urllib.parse import urlsplit
 
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
@@ -30,7 +31,7 @@ from telha.tenancy.services import (
     tenant_identity_resolve,
 )
 
-from .models import ProvisionedUser
+from .models import ProvisionedUser, SsoProvider
 
 # The aliases the identity provider owns; Slack and Teams ids stay as the workspace file
 # or the admin set them.
@@ -264,3 +265,48 @@ def person_reactivate(*, person: Person, via: str = "scim") -> None:
         type="person_reactivated",
         detail={"person": str(person.pk), "via": via},
     )
+
+
+class SsoInvalid(InvalidInput):
+    code = "SSO_INVALID"
+
+
+def issuer_problem(issuer: str) -> str | None:
+    """Why an issuer URL is refused, or None: https (http only on a loopback address, for
+    tests and local providers), a host, no query or fragment."""
+    parts = urlsplit(issuer.strip())
+    loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
+        return "issuer: an https URL (the provider's issuer identifier)."
+    if parts.query or parts.fragment or not parts.hostname:
+        return "issuer: a URL without query or fragment."
+    return None
+
+
+def sso_configure(
+    *,
+    tenant: Tenant,
+    issuer: str,
+    client_id: str,
+    client_secret: str,
+    display_name: str = "",
+    password_login: bool | None = None,
+) -> SsoProvider:
+    """Set (or replace) the tenant's OpenID provider. The issuer is an https URL (http
+    only on a loopback address, for tests and local providers)."""
+    issuer = issuer.strip().rstrip("/")
+    problem = issuer_problem(issuer)
+    if problem is not None:
+        raise SsoInvalid(problem)
+    if not client_id.strip() or not client_secret:
+        raise SsoInvalid("client id and client secret are required.")
+    defaults: dict[str, object] = {
+        "issuer": issuer,
+        "client_id": client_id.strip(),
+        "client_secret": client_secret,
+        "display_name": display_name[:100],
+    }
+    if password_login is not None:
+        defaults["password_login"] = password_login
+    provider, _ = SsoProvider.objects.update_or_create(tenant=tenant, defaults=defaults)
+    return provider

@@ -3,6 +3,7 @@
 from django.urls import path, re_path
 
 from . import scim_views as v
+from . import sso
 
 scim_v2 = [
     path(".search", v.RootSearchView.as_view()),
@@ -17,4 +18,9 @@ scim_v2 = [
     re_path(r"^Groups/?$", v.GroupsView.as_view(), name="scim-groups"),
     path("Groups/.search", v.GroupsView.as_view(), {"search": True}),
     path("Groups/<str:res_id>", v.GroupsView.as_view(), name="scim-group"),
+]
+
+sso_urls = [
+    path("<slug:tenant>/login/", sso.sso_login, name="sso-login"),
+    path("<slug:tenant>/callback/", sso.sso_callback, name="sso-callback"),
 ]
