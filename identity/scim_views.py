@@ -80,6 +80,9 @@ def scim_exception_handler(exc: Exception, context: dict[str, Any]) -> Response 
 
 
 class ScimView(APIView):
+    # Not part of the /v1/ OpenAPI document: SCIM describes itself (ServiceProviderConfig,
+    # ResourceTypes, Schemas).
+    schema = None
     authentication_classes = [ApiKeyAuthentication]
     permission_classes = [IsScimService]
     renderer_classes = [ScimRenderer, JSONRenderer]
