@@ -4,6 +4,7 @@ SCIM error bodies (`urn:ietf:params:scim:api:messages:2.0:Error`) on these paths
 
 from typing import Any, ClassVar
 
+from django.db import IntegrityError
 from django.db.models import Model, QuerySet
 from django.http import Http404
 from pydantic import ValidationError
@@ -69,6 +70,8 @@ def scim_exception_handler(exc: Exception, context: dict[str, Any]) -> Response 
         return _error(status, str(exc.detail), scim_type)
     if isinstance(exc, Http404):
         return _error(404, "No such resource.")
+    if isinstance(exc, IntegrityError):  # a concurrent request created the same name first
+        return _error(409, "A resource with this name already exists.", "uniqueness")
     if isinstance(exc, drf_exceptions.APIException):
         status = next((s for c, s in _DRF_STATUS.items() if isinstance(exc, c)), exc.status_code)
         scim_type = "invalidSyntax" if isinstance(exc, drf_exceptions.ParseError) else None

@@ -152,3 +152,12 @@ def test_a_deleted_person_is_gone_from_scim_but_their_answers_stay(scim, submit,
     assert again.json()["id"] == str(alice.pk)
     alice.refresh_from_db()
     assert alice.deactivated_at is None and not alice.deleted_by_provider
+
+
+def test_a_deprovisioned_person_cannot_ask_in_chat(people):
+    from delivery.hooks.slack import slack_person
+
+    assert slack_person("U0ALICE") == people["alice"]
+    person_deprovision(person=people["alice"])
+    assert slack_person("U0ALICE") is None
+    assert slack_person("U0ALICE", people["alice"].tenant) is None

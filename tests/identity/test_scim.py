@@ -382,3 +382,32 @@ def test_the_tenant_of_the_token_is_the_one_provisioned(workspace):
     _, secret = api_key_create(tenant=other, audience="scim")
     doc = create(Scim(secret), NORA)
     assert Person.objects.get(pk=doc["id"]).tenant == other
+
+
+def test_the_scim_token_is_made_by_the_cli(workspace):
+    import io
+    import json
+
+    from django.core.management import call_command
+
+    out = io.StringIO()
+    call_command(
+        "api_key", "create", "--tenant", "acme", "--audience", "scim", "--json", stdout=out
+    )
+    body = json.loads(out.getvalue())
+    assert (body["audience"], body["person"], body["role"]) == ("scim", None, None)
+    assert Scim(body["key"]).get("Users").status_code == 200
+
+
+def test_a_concurrent_duplicate_is_a_409_not_a_500(scim, monkeypatch):
+    from django.db import IntegrityError
+
+    import identity.services
+
+    def lost_the_race(**kwargs: Any) -> Any:
+        raise IntegrityError("duplicate key value violates unique constraint")
+
+    monkeypatch.setattr(identity.services, "person_upsert", lost_the_race)
+    before = everything()
+    assert_scim_error(scim.post("Users", NORA), 409, "uniqueness")
+    assert everything() == before
