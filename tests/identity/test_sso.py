@@ -303,3 +303,10 @@ def test_a_steward_configures_the_provider_in_the_admin(workspace):
     kept = admin.post(change, {**form, "issuer": provider.issuer, "client_secret": ""})
     assert kept.status_code == 302
     assert SsoProvider.objects.get().client_secret == "sec"  # empty keeps the secret
+
+
+def test_a_steward_signs_in_to_the_admin_through_the_provider(oidc, people):
+    oidc.claims = {"sub": "sub-sam", "email": "sam@acme.test", "email_verified": True}
+    client = Client()
+    assert sign_in(client, oidc, next="/admin/")["Location"] == "/admin/"
+    assert client.get("/admin/").status_code == 200
