@@ -411,3 +411,20 @@ def test_a_concurrent_duplicate_is_a_409_not_a_500(scim, monkeypatch):
     before = everything()
     assert_scim_error(scim.post("Users", NORA), 409, "uniqueness")
     assert everything() == before
+
+
+def test_group_membership_patches_as_entra_sends_them(scim, people):
+    legal = TenantGroup.objects.get(name="legal")
+    olga, alice = people["olga"], people["alice"]
+    path = f"Groups/{legal.pk}"
+    added = scim.patch(path, {"op": "Add", "path": "members", "value": [{"value": str(olga.pk)}]})
+    assert added.status_code == 200, added.content
+    assert olga.groups.filter(pk=legal.pk).exists()
+    assert legal.auth_group.user_set.filter(pk=olga.user_id).exists()
+    removed = scim.patch(
+        path, {"op": "Remove", "path": "members", "value": [{"value": str(alice.pk)}]}
+    )
+    assert removed.status_code == 200, removed.content
+    assert not alice.groups.filter(pk=legal.pk).exists()
+    assert not legal.auth_group.user_set.filter(pk=alice.user_id).exists()
+    assert str(alice.pk) not in {m["value"] for m in removed.json()["members"]}
