@@ -175,9 +175,11 @@ def test_a_forged_or_replayed_state_is_refused_before_the_provider_is_asked(oidc
     oidc.claims = ALICE
     client = Client()
     start(client)
+    before = everything()
     forged = client.get("/sso/acme/callback/", {"code": "x", "state": "forged-state"})
     refused(client, forged, "not started here")
     assert oidc.token_requests == []
+    assert everything() == before
 
     first = Client()
     response = first.get("/sso/acme/login/")
@@ -193,13 +195,17 @@ def test_a_forged_or_replayed_state_is_refused_before_the_provider_is_asked(oidc
     other = Client()
     response = other.get("/sso/acme/login/")
     _, params = provider_redirect(oidc, response["Location"])
+    before = everything()
     refused(other, other.get("/sso/globex/callback/", params), "not started here")
+    assert everything() == before
 
 
 def test_a_tenant_without_a_provider_gets_a_403_page(workspace):
     client = Client()
+    before = everything()
     refused(client, client.get("/sso/acme/login/"), "no single sign-on")
     refused(client, client.get("/sso/nope/callback/", {"state": "s"}), "no single sign-on")
+    assert everything() == before
 
 
 def test_the_login_page_offers_the_provider_and_passwords_can_be_turned_off(oidc, workspace):
