@@ -199,9 +199,10 @@ def _responder(caller: AnswerCaller, answer: AnswerInput) -> tuple[Person, str]:
         or person.pk != person_id
         or person.tenant_id != caller.tenant.pk
         or person.erased_at is not None
+        or person.deactivated_at is not None
     ):
         person = Person.objects.filter(
-            pk=person_id, tenant=caller.tenant, erased_at__isnull=True
+            pk=person_id, tenant=caller.tenant, erased_at__isnull=True, deactivated_at__isnull=True
         ).first()
     if person is None:
         raise ResponderNotAuthorised("The responder is not a person of this tenant.")

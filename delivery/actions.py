@@ -237,6 +237,9 @@ def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
     if person is None or person.pk != delivery.person_id:
         who = {"actor": str(person.pk) if person else None, "identity": tap.identity.label[:100]}
         return card_tap_refuse(delivery, "NOT_RECIPIENT", tap.channel, who)
+    if person.deactivated_at is not None:  # deprovisioned: their cards were withdrawn
+        refused = card_tap_refuse(delivery, "RESPONDER_NOT_AUTHORISED", tap.channel)
+        return replace(refused, text=MOVED_ON)
     if delivery.nonce_state == NonceState.REVOKED:
         return card_tap_refuse(delivery, "STALE_NONCE", tap.channel)
     return VerifiedTap(delivery=delivery, person=person)

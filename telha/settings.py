@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "telha.ingest",
     "clarify",
     "delivery",
+    "identity",
 ]
 
 MIDDLEWARE = [
@@ -119,6 +120,9 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
+    # Refuses passwords where the tenant's OpenID provider turned them off (before any
+    # backend that would accept them)
+    "identity.backends.PasswordPolicyBackend",
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]

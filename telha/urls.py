@@ -7,6 +7,8 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from clarify.api import views as clarify_views
 from delivery import inbox
+from identity.sso import SignInView
+from identity.urls import scim_v2, sso_urls
 from telha.graph.api import views as graph_views
 from telha.health import healthz
 from telha.ingest.api import views as ingest_views
@@ -46,7 +48,9 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("v1/", include(api_v1)),
     path("admin/", admin.site.urls),
+    path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("sso/", include(sso_urls)),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/answer", inbox.answer, name="inbox-answer"),
     path("inbox/ask/", inbox.ask, name="inbox-ask"),
@@ -54,6 +58,7 @@ urlpatterns = [
     path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
     path("hooks/", include("delivery.hooks.urls")),
+    path("scim/v2/", include(scim_v2)),
 ]
 
 # Errors outside DRF's views: JSON on /v1/ and /hooks/, Django's pages elsewhere.
