@@ -98,7 +98,7 @@ def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None)
     inserted with one `bulk_create` per table and the stale ones removed with one delete
     per table. Other permissions on sources are left alone. Returns the number of rows
     inserted or removed (0 when everything was already in place)."""
-    from .selectors import view_source_permission_id  # selectors import the auth layer
+    from .access import view_source_permission_id  # access imports the auth layer
 
     if sources is None:
         acls = dict(Source.objects.filter(tenant=tenant).values_list("pk", "acl"))
