@@ -6,8 +6,8 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from telha.graph.models import NodeVersion
 from telha.graph.access import source_readable_q
+from telha.graph.models import NodeVersion
 from telha.tenancy.auth import Caller
 
 from .answering import Prior, unresolved_conflicts

@@ -19,8 +19,8 @@ from django.db import connections, router, transaction
 from telha.common.errors import NotFound
 from telha.common.rows import RowColumns, quoted_column, row_columns, row_insert, row_update
 from telha.common.times import now_us
-from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.graph.access import caller_source_readable_sql, person_reader, rights_within
+from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.graph.services import CurrentVersionMoved, node_current_version, node_version_write
 from telha.jobs.models import Job
 from telha.jobs.services import job_enqueue, jobs_finish_for_subject

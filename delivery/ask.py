@@ -18,8 +18,8 @@ from clarify.models import Clarification, ResponseRecord, State
 from clarify.selectors import pending_caveat
 from clarify.services import CLARIFY_JOB_KIND, audit_event_append, clarification_route
 from telha.common.times import from_us, now_us
-from telha.graph.models import EvidenceClass, NodeVersion
 from telha.graph.access import person_reader
+from telha.graph.models import EvidenceClass, NodeVersion
 from telha.graph.selectors import readable_nodes
 from telha.jobs.models import Job, JobStatus
 from telha.tenancy.auth import Caller

@@ -15,6 +15,7 @@ from .access import (  # noqa: F401  (the read rule, re-exported for older impor
 )
 from .models import Node, NodeVersion, Source
 
+
 def readable_sources(caller: Caller) -> QuerySet[Source]:
     """Sources of the caller's tenant the caller may read (guardian `view_source`)."""
     tenant_sources = Source.objects.filter(tenant=caller.tenant)
