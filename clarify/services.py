@@ -157,8 +157,9 @@ def clarification_answer(
 
     Read access is checked here, at answer time, for every path (API, CLI, admin, inbox,
     chat taps, the clarify service) with the one read rule (telha.graph.access): the
-    responder's own (`person_reader`), or with `readable_by` that caller's (the API key's,
-    whose rights may be below the person's). A responder who may not read the source gets
+    responder's own (`person_reader`), or, when `readable_by` is the responder's own key,
+    that caller's (its rights may be below the person's; a service token's whole-tenant
+    read never stands in for the responder's). A responder who may not read the source gets
     `NoReadPermission` — a 404 like a missing clarification — with nothing recorded but
     the refusal's audit event (`answer_refused`, reason `NO_READ_PERMISSION`), written
     after the answer's transaction rolled back."""
@@ -188,7 +189,9 @@ def _answer_locked(
     caller: AnswerCaller, clarification_id: Any, answer: AnswerInput, readable_by: Caller | None
 ) -> Outcome:
     person, rights = _responder(caller, answer)
-    reader = readable_by if readable_by is not None else person_reader(person)
+    reader = person_reader(person)
+    if readable_by is not None and readable_by.person is not None:
+        reader = readable_by if readable_by.person.pk == person.pk else reader
     clar, current = clarification_lock(caller.tenant, clarification_id, reader)
     clar.tenant = caller.tenant  # the same row (filtered above); saves a query per event
     responses = list(clar.responses.order_by("seq")) if clar.responses_recorded else []

@@ -201,9 +201,12 @@ def workspace_load(*, data: Any) -> WorkspaceLoadResult:
     # Source ACLs name people and groups that may only now exist (or lost an alias):
     # re-resolve them, in bulk and in this transaction; likewise PERSON nodes keyed by an
     # alias. The graph builds on tenancy, hence the import here.
+    from telha.graph.access import read_access_changed
     from telha.graph.services import person_nodes_adopt, source_acls_sync
 
     source_acls_sync(tenant=tenant)
+    # Memberships and roles changed too: whoever lost read access loses their open cards.
+    read_access_changed(tenant)
     # A PERSON node stored before its person was known becomes that person's node.
     person_nodes_adopt(tenant=tenant)
     return result
