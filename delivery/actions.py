@@ -32,6 +32,7 @@ from clarify.errors import AlreadyAnswered, NoReadPermission, UnparseableAnswer
 from clarify.models import Clarification
 from clarify.services import audit_event_append, clarification_answer
 from telha.common.errors import DomainError
+from telha.graph.access import read_access_changed
 from telha.tenancy.models import Person, Tenant
 
 from .cards import MOVED_ON, outcome_copy
@@ -275,8 +276,13 @@ def _answer(verified: VerifiedTap, tap: CardTap, custom: dict[str, Any] | None) 
     except AlreadyAnswered:
         return CardReply(MOVED, MOVED_ON, reason="CLARIFY_ALREADY_ANSWERED", clarification=clar)
     except NoReadPermission as refused:
-        # Like a missing clarification: the "moved on" reply, nothing about it shown
-        # (the service audited the refusal, `answer_refused`).
+        # Like a missing clarification: the "moved on" reply, the card not re-rendered
+        # (nothing of the passage shown again; the service audited the refusal). The loss
+        # went unheard so far: said now through the seam, which revokes the card and
+        # moves the routing job on.
+        read_access_changed(
+            delivery.tenant, people=[person], sources=[clar.source_version.source_id]
+        )
         return CardReply(MOVED, MOVED_ON, reason=refused.reason)
     except UnparseableAnswer as exc:
         return CardReply(INVALID, exc.detail, reason=exc.code, clarification=clar)
@@ -328,7 +334,7 @@ def card_tap_process(tap: CardTap) -> CardReply:
     verified = _verify(tap, record)
     if isinstance(verified, VerifiedTap):
         reply = _moved_on(_answer(verified, tap, custom), verified.delivery)
-        if reply.status != DROPPED:
+        if reply.status != DROPPED and reply.reason != NoReadPermission.reason:
             reply = replace(reply, delivery=verified.delivery)
     else:
         reply = verified

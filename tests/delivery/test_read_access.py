@@ -81,8 +81,13 @@ def test_a_card_answer_by_a_responder_who_lost_read_access_is_refused(submit, ch
     reply = tap(card, via, alice)
 
     assert (reply.status, reply.text, reply.reason) == (MOVED, MOVED_ON, "NO_READ_PERMISSION")
-    assert reply.clarification is None and reply.body is None  # nothing about it shown
+    # Nothing about it shown, the card not re-rendered (no passage again).
+    assert (reply.clarification, reply.body, reply.delivery) == (None, None, None)
     assert rows() == before
+    # The loss is heard now: her card is revoked and the job moves on to bob.
+    card.refresh_from_db()
+    assert card.nonce_state == NonceState.REVOKED
+    assert job_of(card.clarification).last_error == "NO_READ_PERMISSION: read access ended"
     [refused] = events(card.clarification, "answer_refused")
     assert refused.detail == {
         "reason": "NO_READ_PERMISSION",
