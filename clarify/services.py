@@ -239,7 +239,7 @@ def _responder(caller: AnswerCaller, answer: AnswerInput) -> tuple[Person, str]:
         )
     if person is None:
         raise ResponderNotAuthorised("The responder is not a person of this tenant.")
-    if person.user_id is not None and not person.user.is_active:  # deprovisioned
+    if person.user is not None and not person.user.is_active:  # deprovisioned
         raise ResponderNotAuthorised("The responder is deprovisioned.")
     if caller.clarify_service and not rights_within(rights, person):
         raise ResponderNotAuthorised("The asserted rights are above the responder's role.")
@@ -409,7 +409,7 @@ def clarification_lock(
     if pk is None:
         raise NotFound("No such clarification.")
     statement = _lock_statement(connection.alias)
-    readable, acl_params = "1 = 1", []
+    readable, acl_params = "1 = 1", cast(list[Any], [])
     if readable_by is not None:
         readable, acl_params = caller_source_readable_sql(readable_by, statement.source, connection)
     sql = f"{statement.select}, CASE WHEN {readable} THEN 1 ELSE 0 END {statement.sql}"

@@ -217,7 +217,7 @@ class ReadAccessChange:
     source_ids: frozenset[Any] | None = None
 
 
-READ_ACCESS_HOOKS: list[Callable[[ReadAccessChange], None]] = []
+READ_ACCESS_HOOKS: list[Callable[[ReadAccessChange], object]] = []
 
 
 def read_access_changed(

@@ -276,14 +276,21 @@ def tenant_policy(workspace):
 
 @pytest.fixture
 def many_editors(workspace):
-    """`many_editors(n)` → n extra editor people of the acme tenant (racer0…)."""
+    """`many_editors(n)` → n extra editor people of the acme tenant (racer0…), in legal
+    (so they may read what they answer: the answer checks read access)."""
 
     def load(n: int, prefix: str = "racer") -> list[Any]:
         workspace_load(
             data={
                 "tenant": workspace.slug,
+                "groups": ["legal"],
                 "people": [
-                    {"name": f"Racer {i}", "email": f"{prefix}{i}@acme.test", "role": "editor"}
+                    {
+                        "name": f"Racer {i}",
+                        "email": f"{prefix}{i}@acme.test",
+                        "role": "editor",
+                        "groups": ["legal"],
+                    }
                     for i in range(n)
                 ],
             }
