@@ -1,6 +1,8 @@
 """The clarify loop's refusals, with their contract error codes (CONTRACT §3.2)."""
 
-from telha.common.errors import Conflict, DomainError, PermissionDeniedError
+from typing import Any
+
+from telha.common.errors import Conflict, DomainError, NotFound, PermissionDeniedError
 
 
 class ResponderAssertionForbidden(PermissionDeniedError):
@@ -11,6 +13,17 @@ class ResponderAssertionForbidden(PermissionDeniedError):
 class ResponderNotAuthorised(PermissionDeniedError):
     code = "RESPONDER_NOT_AUTHORISED"
     default_detail = "This credential is not bound to a person who may answer."
+
+
+class NoReadPermission(NotFound):
+    """The responder may not read the clarification's source at answer time: answered
+    like a missing clarification (`404 NOT_FOUND`, the same body), audited with
+    `NO_READ_PERMISSION` (`reason`)."""
+
+    reason = "NO_READ_PERMISSION"
+    default_detail = "No such clarification."
+    clarification: Any = None  # the clarification refused, for the audit
+    responder: Any = None
 
 
 class StewardOverrideForbidden(PermissionDeniedError):

@@ -6,8 +6,8 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
+from telha.graph.access import source_readable_q
 from telha.graph.models import NodeVersion
-from telha.graph.selectors import source_readable_q
 from telha.tenancy.auth import Caller
 
 from .answering import Prior, unresolved_conflicts
@@ -20,7 +20,7 @@ ATTENTION_IF_SEVERE = (State.OPEN, State.ATTESTED, State.PARTIALLY_CONFIRMED)
 def readable_clarification_q(caller: Caller) -> Q | None:
     """The filter on `Clarification` (within the caller's tenant) to what the caller may
     read, or None when the caller reads the whole tenant: a single `EXISTS` over the
-    source permission rows (telha.graph.selectors.source_readable_q)."""
+    source permission rows (telha.graph.access.source_readable_q)."""
     if caller.sees_whole_tenant:
         return None
     return source_readable_q(caller.user, source="target__source")

@@ -19,8 +19,8 @@ from django.db import connections, router, transaction
 from telha.common.errors import NotFound
 from telha.common.rows import RowColumns, quoted_column, row_columns, row_insert, row_update
 from telha.common.times import now_us
+from telha.graph.access import caller_source_readable_sql, person_reader, rights_within
 from telha.graph.models import Node, NodeVersion, SourceVersion
-from telha.graph.selectors import source_readable_sql
 from telha.graph.services import CurrentVersionMoved, node_current_version, node_version_write
 from telha.jobs.models import Job
 from telha.jobs.services import job_enqueue, jobs_finish_for_subject
@@ -40,7 +40,7 @@ from .answering import (
     responder_claimed,
 )
 from .audit import AuditBuffer, audit_event_append
-from .errors import ResponderNotAuthorised
+from .errors import NoReadPermission, ResponderNotAuthorised
 from .lifecycle import clarification_transition
 from .models import (
     BindingStatus,
@@ -142,7 +142,6 @@ def _kick_jobs(kind: str) -> None:
 # Answering: lock → decide → apply
 
 
-@transaction.atomic
 def clarification_answer(
     *,
     caller: AnswerCaller,
@@ -156,11 +155,44 @@ def clarification_answer(
     (`CLARIFY_ALREADY_ANSWERED`) — is raised and writes nothing; a replay writes nothing
     and returns the prior outcome.
 
-    `readable_by` optionally restricts the answer to the clarifications that caller may
-    read (clarify.selectors.readable_clarification_q); others are 404 like a missing
-    one."""
+    Read access is checked here, at answer time, for every path (API, CLI, admin, inbox,
+    chat taps, the clarify service) with the one read rule (telha.graph.access): the
+    responder's own (`person_reader`), or, when `readable_by` is the responder's own key,
+    that caller's (its rights may be below the person's; a service token's whole-tenant
+    read never stands in for the responder's). A responder who may not read the source gets
+    `NoReadPermission` — a 404 like a missing clarification — with nothing recorded but
+    the refusal's audit event (`answer_refused`, reason `NO_READ_PERMISSION`), written
+    after the answer's transaction rolled back."""
+    try:
+        return _answer_locked(caller, clarification_id, answer, readable_by)
+    except NoReadPermission as refused:
+        if refused.clarification is not None:
+            audit_event_append(
+                tenant=caller.tenant,
+                clarification=refused.clarification,
+                type="answer_refused",
+                detail={
+                    "reason": NoReadPermission.reason,
+                    "responder": str(refused.responder),
+                    "channel": (answer.channel or _default_channel(caller))[:20],
+                },
+            )
+        raise
+
+
+def _default_channel(caller: AnswerCaller) -> str:
+    return "clarify" if caller.clarify_service else "api"
+
+
+@transaction.atomic
+def _answer_locked(
+    caller: AnswerCaller, clarification_id: Any, answer: AnswerInput, readable_by: Caller | None
+) -> Outcome:
     person, rights = _responder(caller, answer)
-    clar, current = clarification_lock(caller.tenant, clarification_id, readable_by)
+    reader = person_reader(person)
+    if readable_by is not None and readable_by.person is not None:
+        reader = readable_by if readable_by.person.pk == person.pk else reader
+    clar, current = clarification_lock(caller.tenant, clarification_id, reader)
     clar.tenant = caller.tenant  # the same row (filtered above); saves a query per event
     responses = list(clar.responses.order_by("seq")) if clar.responses_recorded else []
     bound = _bound_interval(clar) if clar.state == State.ANSWERED else None
@@ -176,7 +208,7 @@ def clarification_answer(
     if outcome.replayed:
         return outcome
     assert outcome.interval is not None
-    channel = answer.channel or ("clarify" if caller.clarify_service else "api")
+    channel = answer.channel or _default_channel(caller)
     fields = {
         "responder": person.pk,
         "rights_at_answer_time": rights,
@@ -201,11 +233,18 @@ def _responder(caller: AnswerCaller, answer: AnswerInput) -> tuple[Person, str]:
         or person.erased_at is not None
         or person.deactivated_at is not None
     ):
-        person = Person.objects.filter(
-            pk=person_id, tenant=caller.tenant, erased_at__isnull=True, deactivated_at__isnull=True
-        ).first()
+        person = (
+            Person.objects.select_related("user")
+            .filter(pk=person_id, tenant=caller.tenant, erased_at__isnull=True)
+            .filter(deactivated_at__isnull=True)
+            .first()
+        )
     if person is None:
         raise ResponderNotAuthorised("The responder is not a person of this tenant.")
+    if person.user is not None and not person.user.is_active:  # deprovisioned
+        raise ResponderNotAuthorised("The responder is deprovisioned.")
+    if caller.clarify_service and not rights_within(rights, person):
+        raise ResponderNotAuthorised("The asserted rights are above the responder's role.")
     return person, rights
 
 
@@ -356,8 +395,10 @@ def clarification_lock(
     """The clarification to answer, locked with its target node in one statement
     (clarification first, then node: the order bind() and every other writer of both
     use), with the target's current version read by the same statement for bind()
-    (None if it has none). 404 unless it is the tenant's and, with
-    `readable_by`, readable by that caller (readable_clarification_q).
+    (None if it has none). 404 (`NotFound`) unless it is the tenant's; with `readable_by`,
+    `NoReadPermission` (a 404 too) unless that caller may read its source — the one read
+    rule (`caller_source_readable_sql`), evaluated by the same statement as a column, so
+    a refusal can be audited on the clarification it names.
 
     Hand-written SQL (its column lists built once, `row_columns`): the same statement
     from the ORM — FilteredRelation, two select_related, select_for_update(of=…) —
@@ -370,15 +411,15 @@ def clarification_lock(
     if pk is None:
         raise NotFound("No such clarification.")
     statement = _lock_statement(connection.alias)
-    sql = statement.sql
+    readable, acl_params = "1 = 1", cast(list[Any], [])
+    if readable_by is not None:
+        readable, acl_params = caller_source_readable_sql(readable_by, statement.source, connection)
+    sql = f"{statement.select}, CASE WHEN {readable} THEN 1 ELSE 0 END {statement.sql}"
     params = [
+        *acl_params,
         statement.tenant_key.get_db_prep_value(tenant.pk, connection),
         Clarification._meta.pk.get_db_prep_value(pk, connection),
     ]
-    if readable_by is not None and not readable_by.sees_whole_tenant:
-        acl, acl_params = source_readable_sql(readable_by.user, statement.source, connection)
-        sql += f" AND {acl}"
-        params += acl_params
     if connection.features.has_select_for_update_of:
         sql += f" FOR UPDATE OF {statement.lock}"
     with connection.cursor() as cursor:
@@ -389,13 +430,19 @@ def clarification_lock(
     clar_cols, node_cols, version_cols = statement.columns
     a, b = clar_cols.width, clar_cols.width + node_cols.width
     clar = cast(Clarification, clar_cols.instance(row[:a]))
+    if not row[-1]:
+        refused = NoReadPermission()
+        refused.clarification = clar
+        refused.responder = readable_by.person.pk if readable_by and readable_by.person else None
+        raise refused
     clar.target = cast(Node, node_cols.instance(row[a:b]))
-    return clar, cast(NodeVersion | None, version_cols.instance(row[b:]))
+    return clar, cast(NodeVersion | None, version_cols.instance(row[b:-1]))
 
 
 @dataclass(frozen=True)
 class _LockStatement:
-    sql: str  # up to the ACL condition and the lock clause
+    select: str  # the columns (the readable flag follows them)
+    sql: str  # FROM … WHERE, up to the lock clause
     columns: tuple[RowColumns, RowColumns, RowColumns]  # clarification, node, version
     tenant_key: Any  # the field the tenant's key is prepared by
     source: str  # the target's source column, for the ACL condition
@@ -417,8 +464,9 @@ def _lock_statement(alias: str) -> _LockStatement:
         row_columns(Node, node.db_table, alias),
         row_columns(NodeVersion, "target_current", alias),
     )
+    select = f"SELECT {', '.join(c.sql for c in columns)}"
     sql = (
-        f"SELECT {', '.join(c.sql for c in columns)} FROM {q(clar.db_table)}"
+        f"FROM {q(clar.db_table)}"
         f" INNER JOIN {q(node.db_table)}"
         f" ON ({col(clar, clar.db_table, 'target')} = {col(node, node.db_table, 'id')})"
         f" LEFT OUTER JOIN {q(version.db_table)} {q('target_current')}"
@@ -428,6 +476,7 @@ def _lock_statement(alias: str) -> _LockStatement:
         f" AND {col(clar, clar.db_table, 'id')} = %s"
     )
     return _LockStatement(
+        select=select,
         sql=sql,
         columns=columns,
         tenant_key=clar.get_field("tenant").target_field,

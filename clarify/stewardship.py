@@ -21,6 +21,7 @@ from django.utils import timezone
 
 from delivery.models import CardAction, ChatTurn, Delivery, NonceState, TeamsConversation
 from telha.common.errors import Conflict, NotFound
+from telha.graph.access import read_access_changed
 from telha.graph.models import Node, NodeVersion, Source, SourceVersion
 from telha.graph.services import node_version_write, search_text_for, source_acl_set
 from telha.ingest.models import Document
@@ -563,6 +564,7 @@ def _person_tombstone(person: Person) -> None:
     person.groups.clear()
     if user is not None:
         user.delete()
+    read_access_changed(person.tenant, people=[person])  # their open cards are revoked
 
 
 @transaction.atomic

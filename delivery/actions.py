@@ -12,7 +12,8 @@ their rules live. A channel adapter parses its payload into a `CardTap` and rend
 5. an unknown nonce, a nonce replayed against another clarification, a tap by anyone but
    the recipient, a revoked nonce: each refused;
 6. the one call to the answer service (`_answer`), as a `clarify` caller with the verified
-   responder and their rights now;
+   responder and their rights now; the service checks the responder's read access then
+   (a responder who lost it gets the "moved on" reply, like a missing clarification);
 7. the "moved on" rule: an answer to a clarification that moved on says so.
 
 Every refused tap is audited by `card_tap_refuse` (`card_action_dropped`, with its
@@ -27,10 +28,11 @@ from typing import Any
 from django.db import IntegrityError, transaction
 
 from clarify.answering import AnswerCaller, AnswerInput
-from clarify.errors import AlreadyAnswered, UnparseableAnswer
+from clarify.errors import AlreadyAnswered, NoReadPermission, UnparseableAnswer
 from clarify.models import Clarification
 from clarify.services import audit_event_append, clarification_answer
 from telha.common.errors import DomainError
+from telha.graph.access import read_access_changed
 from telha.tenancy.models import Person, Tenant
 
 from .cards import MOVED_ON, outcome_copy
@@ -276,6 +278,15 @@ def _answer(verified: VerifiedTap, tap: CardTap, custom: dict[str, Any] | None) 
         )
     except AlreadyAnswered:
         return CardReply(MOVED, MOVED_ON, reason="CLARIFY_ALREADY_ANSWERED", clarification=clar)
+    except NoReadPermission as refused:
+        # Like a missing clarification: the "moved on" reply, the card not re-rendered
+        # (nothing of the passage shown again; the service audited the refusal). The loss
+        # went unheard so far: said now through the seam, which revokes the card and
+        # moves the routing job on.
+        read_access_changed(
+            delivery.tenant, people=[person], sources=[clar.source_version.source_id]
+        )
+        return CardReply(MOVED, MOVED_ON, reason=refused.reason)
     except UnparseableAnswer as exc:
         return CardReply(INVALID, exc.detail, reason=exc.code, clarification=clar)
     except DomainError as exc:
@@ -326,7 +337,7 @@ def card_tap_process(tap: CardTap) -> CardReply:
     verified = _verify(tap, record)
     if isinstance(verified, VerifiedTap):
         reply = _moved_on(_answer(verified, tap, custom), verified.delivery)
-        if reply.status != DROPPED:
+        if reply.status != DROPPED and reply.reason != NoReadPermission.reason:
             reply = replace(reply, delivery=verified.delivery)
     else:
         reply = verified

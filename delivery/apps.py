@@ -9,11 +9,15 @@ class DeliveryConfig(AppConfig):
 
     def ready(self) -> None:
         from clarify import services as clarify_services
+        from telha.graph import access
 
-        from . import worker
+        from . import revocation, worker
 
         if worker.close_nonces not in clarify_services.BIND_HOOKS:
             clarify_services.BIND_HOOKS.append(worker.close_nonces)
+        # Losing read access revokes the cards sent (the core's seam, never an import up).
+        if revocation.read_access_recheck not in access.READ_ACCESS_HOOKS:
+            access.READ_ACCESS_HOOKS.append(revocation.read_access_recheck)
         post_migrate.connect(_ensure_digest_schedule, sender=self)
 
 

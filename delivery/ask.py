@@ -18,6 +18,7 @@ from clarify.models import Clarification, ResponseRecord, State
 from clarify.selectors import pending_caveat
 from clarify.services import CLARIFY_JOB_KIND, audit_event_append, clarification_route
 from telha.common.times import from_us, now_us
+from telha.graph.access import person_reader
 from telha.graph.models import EvidenceClass, NodeVersion
 from telha.graph.selectors import readable_nodes
 from telha.jobs.models import Job, JobStatus
@@ -80,14 +81,8 @@ class AskAnswer:
 
 
 def reader_for(person: Person) -> Caller:
-    """The person as a read-only caller: guardian-restricted like their API key would be."""
-    return Caller(
-        tenant=person.tenant,
-        key=None,  # type: ignore[arg-type]
-        person=person,
-        rights=person.role,
-        audience=None,
-    )
+    """The person as a read-only caller (the one read rule's `person_reader`)."""
+    return person_reader(person)
 
 
 def _day(us: int | None, open_text: str) -> str:

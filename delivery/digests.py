@@ -28,7 +28,7 @@ from .channels import DeliveryError
 from .gate import floor_check
 from .models import Delivery, DeliveryStatus, NonceState
 from .restriction import excerpt_for_chat, gated_card, restricted_content_blocked
-from .withdraw import delivery_withdraw, kick_after_commit
+from .revocation import deliveries_drop
 
 
 def digests_flush(*, now: Any = None) -> int:
@@ -131,20 +131,18 @@ def _audit(d: Delivery, type: str, **detail: Any) -> None:
 
 
 def _readable(items: list[Delivery]) -> list[Delivery]:
-    """The items whose recipient still passes the ACL floor check; the others are
-    withdrawn (`delivery_withdraw`: nonce revoked, so the card can no longer be answered
-    or shown in the inbox, status failed, a `skipped` event with the reason code, and the
+    """The items whose recipient still passes the ACL floor check; the others are dropped
+    (`revocation.deliveries_drop`: nonce revoked — the card can no longer be answered or
+    shown in the inbox — status failed, a `skipped` event with the reason code, and the
     routing job moved on to its next candidate now if it still waits on this one)."""
-    kept, moved = [], False
+    kept, lost = [], []
     for d in items:
         reason = floor_check(d.clarification, [d.person]).get(d.person.pk)
         if reason is None:
             kept.append(d)
-            continue
-        if delivery_withdraw(d, reason=reason, detail="dropped from the digest", digest=True):
-            moved = True
-    if moved:
-        kick_after_commit()
+        else:
+            lost.append((d, reason))
+    deliveries_drop(lost, detail="dropped from the digest", digest=True)
     return kept
 
 

@@ -1,14 +1,12 @@
 """The ACL floor check before anything is sent (spec §3.3; architecture "Permission check
-before delivery"): the candidate's user must hold `view_source` on the source. An
-unparseable ACL fails closed."""
+before delivery"): the candidate must pass the one read rule (`telha.graph.access`) on
+the source. An unparseable ACL fails closed."""
 
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import QuerySet
-from guardian.shortcuts import get_users_with_perms
-
 from clarify.models import Clarification
+from telha.graph.access import people_reading
 from telha.graph.services import acl_principal_valid
 from telha.tenancy.models import Person
 
@@ -27,13 +25,12 @@ def floor_check(clar: Clarification, people: Iterable[Person]) -> dict[Any, str 
     people = list(people)
     if not acl_parses(source.acl):
         return {p.pk: NO_READ_PERMISSION for p in people}
-    users = get_users_with_perms(source, only_with_perms_in=["view_source"], with_group_users=True)
-    readers = set(users.values_list("pk", flat=True)) if isinstance(users, QuerySet) else set()
+    readers = people_reading(source, people)
     verdicts: dict[Any, str | None] = {}
     for person in people:
         if person.tenant_id != clar.tenant_id:
             verdicts[person.pk] = TENANT_SCOPE_MISMATCH
-        elif person.erased_at is not None or person.user_id not in readers:
+        elif person.pk not in readers:
             verdicts[person.pk] = NO_READ_PERMISSION
         else:
             verdicts[person.pk] = None

@@ -16,7 +16,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from clarify.services import audit_event_append
-from delivery.withdraw import person_cards_withdraw
+from delivery.revocation import person_cards_withdraw
 from delivery.worker import RESPONDER_NOT_AUTHORISED
 from telha.common.errors import Conflict, InvalidInput
 from telha.tenancy.models import AliasKind, Person, Rights, Tenant, TenantGroup

@@ -1,5 +1,6 @@
 """Sources (with their ACLs) and facts, viewable by stewards; nothing here edits a version.
-The one thing a steward may change is a source's restriction label."""
+A steward may change a source's restriction label and its ACL (both audited); narrowing
+an ACL revokes the open cards of whoever lost read access (`graph.access` seam)."""
 
 from typing import Any
 
@@ -14,6 +15,7 @@ from telha.common.times import iso
 from telha.tenancy.models import Person
 
 from .models import NodeVersion, Source
+from .services import acl_principal_valid, source_acl_set
 
 RESTRICTION_HELP = (
     "A label such as “privileged”; leave empty to lift the restriction. Restriction is not "
@@ -46,18 +48,59 @@ def source_restriction_set(*, source: Source, restriction: str | None, actor: Pe
     return True
 
 
+ACL_HELP = (
+    "Who may read the source: principals separated by commas (`group:legal`, "
+    "`email:alice@acme.test`, `aad:<object id>`). Whoever loses read access loses the "
+    "open cards about it at once; the next candidate is asked."
+)
+
+
+@transaction.atomic
+def source_acl_change(*, source: Source, acl: list[str], actor: Person) -> bool:
+    """Replace a source's ACL (`source_acl_set`: the guardian rows follow, and whoever
+    lost read access is told through the read-access seam) and append a
+    `source_acl_changed` audit event in its tenant; returns whether it changed."""
+    from clarify.services import audit_event_append
+
+    locked = Source.objects.select_for_update().get(pk=source.pk, tenant=actor.tenant_id)
+    if locked.acl == acl:
+        return False
+    before = locked.acl
+    source_acl_set(source=locked, acl=acl)
+    source.acl = list(acl)
+    audit_event_append(
+        tenant=locked.tenant,
+        type="source_acl_changed",
+        detail={"source": str(locked.pk), "by": str(actor.pk), "before": before, "after": acl},
+    )
+    return True
+
+
 class SourceRestrictionForm(forms.ModelForm):
     restriction = forms.CharField(required=False, max_length=100, help_text=RESTRICTION_HELP)
+    acl_text = forms.CharField(label="ACL", required=False, max_length=4000, help_text=ACL_HELP)
 
     class Meta:
         model = Source
         fields = ("restriction",)
 
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        acl = self.instance.acl if isinstance(self.instance.acl, list) else []
+        self.fields["acl_text"].initial = ", ".join(acl)
+
+    def clean_acl_text(self) -> list[str]:
+        acl = [p.strip() for p in self.cleaned_data.get("acl_text", "").split(",") if p.strip()]
+        bad = [p for p in acl if not acl_principal_valid(p)]
+        if bad:
+            raise forms.ValidationError(f"Not a principal: {', '.join(bad[:5])}.")
+        return acl
+
 
 @admin.register(Source)
 class SourceAdmin(TenantScopedAdmin):
     """Read-only but for `restriction`, which a steward of the source's tenant may set or
-    lift (audited through `source_restriction_set`)."""
+    lift (audited through `source_restriction_set`), and the ACL (`source_acl_change`)."""
 
     editable = True
     form = SourceRestrictionForm
@@ -65,13 +108,10 @@ class SourceAdmin(TenantScopedAdmin):
     list_filter = ("system", "restriction")
     search_fields = ("title", "external_id")
     fields = (
-        *("title", "system", "external_id", "uri", "restriction", "acl_list", "versions"),
+        *("title", "system", "external_id", "uri", "restriction", "acl_text", "versions"),
         "extracted_text",
     )
-    readonly_fields = (
-        *("title", "system", "external_id", "uri", "acl_list", "versions"),
-        "extracted_text",
-    )
+    readonly_fields = ("title", "system", "external_id", "uri", "versions", "extracted_text")
 
     def save_model(self, request: HttpRequest, obj: Source, form: Any, change: bool) -> None:
         steward = steward_of(request)
@@ -79,6 +119,8 @@ class SourceAdmin(TenantScopedAdmin):
         source_restriction_set(
             source=obj, restriction=form.cleaned_data.get("restriction"), actor=steward
         )
+        if "acl_text" in form.data and "acl_text" in form.changed_data:  # (sent and changed)
+            source_acl_change(source=obj, acl=form.cleaned_data["acl_text"], actor=steward)
 
     def save_related(self, request: HttpRequest, form: Any, formsets: Any, change: bool) -> None:
         return None

@@ -98,7 +98,7 @@ def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None)
     inserted with one `bulk_create` per table and the stale ones removed with one delete
     per table. Other permissions on sources are left alone. Returns the number of rows
     inserted or removed (0 when everything was already in place)."""
-    from .selectors import view_source_permission_id  # selectors import the auth layer
+    from .access import read_access_changed, view_source_permission_id  # (the auth layer)
 
     if sources is None:
         acls = dict(Source.objects.filter(tenant=tenant).values_list("pk", "acl"))
@@ -112,6 +112,7 @@ def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None)
     want_groups = {(sid, groups[p]) for sid, acl in acls.items() for p in acl if p in groups}
     permission = view_source_permission_id()
     changed = 0
+    narrowed: set[Any] = set()  # sources some grant was removed from
     tables: list[tuple[Any, str, set[tuple[Any, int]]]] = [
         (SourceUserObjectPermission, "user_id", want_users),
         (SourceGroupObjectPermission, "group_id", want_groups),
@@ -122,6 +123,7 @@ def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None)
             (sid, oid): pk for pk, sid, oid in rows.values_list("pk", "content_object_id", owner)
         }
         stale = [pk for pair, pk in have.items() if pair not in wanted]
+        narrowed |= {pair[0] for pair in have if pair not in wanted}
         missing = [
             model(content_object_id=sid, permission_id=permission, **{owner: oid})
             for sid, oid in sorted(wanted - set(have), key=str)
@@ -130,6 +132,8 @@ def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None)
             model.objects.filter(pk__in=stale[start : start + _BATCH]).delete()
         model.objects.bulk_create(missing, batch_size=_BATCH)
         changed += len(stale) + len(missing)
+    if narrowed:  # read access ended for someone: the seam (delivery revokes cards)
+        read_access_changed(tenant, sources=narrowed)
     return changed
 
 

@@ -278,9 +278,12 @@ def tenant_identity_resolve(*, tenant: Tenant) -> None:
     granted, a removed one loses its grant), and adopt PERSON nodes keyed by a now-known
     alias as that person's node. In the caller's transaction. The graph builds on
     tenancy, hence the import here."""
+    from telha.graph.access import read_access_changed
     from telha.graph.services import person_nodes_adopt, source_acls_sync
 
     source_acls_sync(tenant=tenant)
+    # Memberships and roles changed too: whoever lost read access loses their open cards.
+    read_access_changed(tenant)
     person_nodes_adopt(tenant=tenant)
 
 

@@ -193,6 +193,20 @@ def assert_nothing_written(before: dict[str, list[dict[str, Any]]]) -> None:
         assert after[name] == before[name], f"{name} changed"
 
 
+def assert_refused_unreadable(before: dict[str, list[dict[str, Any]]], clar_id: Any) -> None:
+    """Nothing written but the refusal's audit event: `answer_refused`, NO_READ_PERMISSION,
+    on the clarification refused."""
+    after = snapshot()
+    for name in TABLES:
+        if name != "events":
+            assert after[name] == before[name], f"{name} changed"
+    new = after["events"][len(before["events"]) :]
+    assert after["events"][: len(before["events"])] == before["events"]
+    assert [(e["type"], e["clarification_id"], e["detail"]["reason"]) for e in new] == [
+        ("answer_refused", clar_id, "NO_READ_PERMISSION")
+    ]
+
+
 def responses_of(clar_id: Any) -> list[ResponseRecord]:
     return list(ResponseRecord.objects.filter(clarification_id=clar_id).order_by("seq"))
 
@@ -262,14 +276,21 @@ def tenant_policy(workspace):
 
 @pytest.fixture
 def many_editors(workspace):
-    """`many_editors(n)` → n extra editor people of the acme tenant (racer0…)."""
+    """`many_editors(n)` → n extra editor people of the acme tenant (racer0…), in legal
+    (so they may read what they answer: the answer checks read access)."""
 
     def load(n: int, prefix: str = "racer") -> list[Any]:
         workspace_load(
             data={
                 "tenant": workspace.slug,
+                "groups": ["legal"],
                 "people": [
-                    {"name": f"Racer {i}", "email": f"{prefix}{i}@acme.test", "role": "editor"}
+                    {
+                        "name": f"Racer {i}",
+                        "email": f"{prefix}{i}@acme.test",
+                        "role": "editor",
+                        "groups": ["legal"],
+                    }
                     for i in range(n)
                 ],
             }

@@ -11,6 +11,7 @@ from .conftest import (
     C1,
     C2,
     assert_nothing_written,
+    assert_refused_unreadable,
     responses_of,
     snapshot,
     us,
@@ -269,9 +270,11 @@ def test_unreadable_source_is_404_for_answer_and_read(submit, clients, answer):
     s = submit(acl=("group:legal",))  # olga is only in finance
     before = snapshot()
     resp = answer(clients.olga, s.clar_id, answerIndex=1)
-    assert resp.status_code == 404
+    assert (resp.status_code, resp.json()["code"]) == (404, "NOT_FOUND")
+    missing = answer(clients.olga, "00000000-0000-0000-0000-000000000000", answerIndex=1)
+    assert (missing.status_code, missing.json()) == (resp.status_code, resp.json())
     assert clients.olga.get(f"/v1/clarifications/{s.clar_id}").status_code == 404
-    assert_nothing_written(before)
+    assert_refused_unreadable(before, s.clar.pk)
     # The steward reads the whole tenant.
     assert clients.sam.get(f"/v1/clarifications/{s.clar_id}").status_code == 200
 

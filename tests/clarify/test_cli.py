@@ -26,6 +26,7 @@ from .conftest import (
     C1,
     C2,
     assert_nothing_written,
+    assert_refused_unreadable,
     bulk_submission,
     responses_of,
     snapshot,
@@ -359,3 +360,22 @@ def test_cli_ls_tenant_scope(submit, globex_person, ingest_client):
         str(other.pk)
     ]
     assert {r["tenant"] for r in cli("clarify", "ls", "--json")} == {"acme", "globex"}
+
+
+def test_cli_answer_by_a_responder_who_may_not_read_the_source_is_not_found(submit, run):
+    # olga is in finance; the source is legal's only (issue 19 item 1: every answer path).
+    s = submit(acl=("group:legal",))
+    before = snapshot()
+
+    code, out, err = run("clarify", "answer", str(s.clar_id), "--responder", "olga@acme.test",
+                         "--index", "1")  # fmt: skip
+
+    missing = run("clarify", "answer", "00000000-0000-0000-0000-000000000000", "--responder",
+                  "olga@acme.test", "--index", "1")  # fmt: skip
+    assert (code, out) == (1, "") and "NOT_FOUND" in err
+    assert (code, out, err.replace(str(s.clar_id), "<id>")) == (
+        missing[0],
+        missing[1],
+        missing[2].replace("00000000-0000-0000-0000-000000000000", "<id>"),
+    )
+    assert_refused_unreadable(before, s.clar.pk)

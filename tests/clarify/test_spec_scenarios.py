@@ -1,11 +1,14 @@
 """The spec §12 named tests of the clarification core, driven through the HTTP API."""
 
 import pytest
+from django.contrib.auth.models import User
+from django.utils import timezone
 
 from clarify.models import ClarificationBinding, ResponseRecord
 from clarify.services import embed_text
 from telha.graph.models import NodeVersion
 from telha.jobs.models import Job
+from telha.tenancy.models import Person
 from telha.tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
 
@@ -16,6 +19,7 @@ from .conftest import (
     C2,
     EXTRACTION_CONFIDENCE,
     assert_nothing_written,
+    assert_refused_unreadable,
     build_submission,
     event_types,
     responses_of,
@@ -628,6 +632,44 @@ def test_clarify_answer_responder_assertion(
         assert resp.status_code == 403, (extra, resp.content)
         assert resp.json()["code"] == code, extra
         assert_nothing_written(before)
+
+    # The clarify service's assertions are verified against what the core knows (issue 19
+    # item 3, CONTRACT §3.2): rights above the person's current role, a deprovisioned or
+    # an erased person are refused, nothing written.
+    vera, alice = people["vera"], people["alice"]
+    above = [
+        {"responder": str(vera.pk), "rights": "editor"},
+        {"responder": str(vera.pk), "rights": "steward"},
+        {"responder": str(alice.pk), "rights": "steward", "stewardOverride": True},
+    ]
+    for extra in above:
+        resp = answer(clarify_client, s.clar_id, answerIndex=1, **extra)
+        assert (resp.status_code, resp.json()["code"]) == (403, "RESPONDER_NOT_AUTHORISED"), extra
+        assert_nothing_written(before)
+    as_alice = {"responder": str(alice.pk), "rights": "editor"}
+    User.objects.filter(pk=alice.user_id).update(is_active=False)  # deprovisioned
+    resp = answer(clarify_client, s.clar_id, answerIndex=1, **as_alice)
+    assert (resp.status_code, resp.json()["code"]) == (403, "RESPONDER_NOT_AUTHORISED")
+    User.objects.filter(pk=alice.user_id).update(is_active=True)
+    Person.objects.filter(pk=alice.pk).update(erased_at=timezone.now())  # erased
+    resp = answer(clarify_client, s.clar_id, answerIndex=1, **as_alice)
+    assert (resp.status_code, resp.json()["code"]) == (403, "RESPONDER_NOT_AUTHORISED")
+    Person.objects.filter(pk=alice.pk).update(erased_at=None)
+    assert_nothing_written(before)
+    # A responder who may not read the source (olga: finance; this source is legal's) is
+    # answered like a missing clarification, and the refusal is audited.
+    legal = submit(acl=("group:legal",), external_id="contracts/legal-only.docx")
+    before = snapshot()
+    resp = answer(
+        clarify_client,
+        legal.clar_id,
+        answerIndex=1,
+        responder=str(people["olga"].pk),
+        rights="editor",
+    )
+    assert (resp.status_code, resp.json()["code"]) == (404, "NOT_FOUND")
+    assert_refused_unreadable(before, legal.clar.pk)
+    before = snapshot()
 
     # The clarify service may assert a verified third-party responder and their rights.
     resp = answer(

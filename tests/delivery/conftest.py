@@ -186,6 +186,19 @@ def snapshot_rows() -> dict[str, list[dict[str, Any]]]:
     }
 
 
+def acl_set_unheard(source: Any, acl: list[str]) -> None:
+    """Change a source's ACL by a path the read-access seam does not hear of (its hooks
+    unset): the open cards stay as they were, for the later checks (the digest's, the
+    answer's) to catch. tests/delivery/test_read_access.py covers the seam."""
+    from unittest import mock
+
+    from telha.graph import access
+    from telha.graph.services import source_acl_set
+
+    with mock.patch.object(access, "READ_ACCESS_HOOKS", []):
+        source_acl_set(source=source, acl=acl)
+
+
 def day_us(iso_date: str) -> int:
     from datetime import datetime
 

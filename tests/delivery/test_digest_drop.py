@@ -19,11 +19,18 @@ from clarify.models import State
 from delivery.actions import ANSWERED, card_action_process
 from delivery.digests import digests_flush
 from delivery.models import DeliveryStatus, NonceState
-from telha.graph.services import source_acl_set
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import job_attempt_skip, jobs_sweep
 
-from .conftest import deliveries, event_types, events, job_of, lapse_lease, run_worker
+from .conftest import (
+    acl_set_unheard,
+    deliveries,
+    event_types,
+    events,
+    job_of,
+    lapse_lease,
+    run_worker,
+)
 
 LATER = timedelta(minutes=31)
 # b's ranking: alice (the author, in legal), then olga (named, in finance).
@@ -44,8 +51,11 @@ def queue_two(submit, clarify_settings):
 
 
 def move_to_finance(clar):
-    """alice may no longer read the clarification's source; olga now may."""
-    source_acl_set(source=clar.source_version.source, acl=["group:finance"])
+    """alice may no longer read the clarification's source; olga now may — by a change
+    the read-access seam does not hear of (its hooks unset), so her queued items are
+    still there for the digest's own check to drop (tests/delivery/test_read_access.py
+    covers the seam's revocation)."""
+    acl_set_unheard(clar.source_version.source, ["group:finance"])
 
 
 def olga_asked_now(channel, people, clar) -> None:

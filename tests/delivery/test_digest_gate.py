@@ -10,9 +10,8 @@ from clarify.routing import skip_reasons
 from delivery.digests import digests_flush
 from delivery.models import DeliveryStatus, NonceState
 from delivery.restriction import RESTRICTED_CARD_TEXT
-from telha.graph.services import source_acl_set
 
-from .conftest import SPAN_TEXT, deliveries, event_types, events, run_worker
+from .conftest import SPAN_TEXT, acl_set_unheard, deliveries, event_types, events, run_worker
 
 LATER = timedelta(minutes=31)
 
@@ -36,7 +35,7 @@ def test_a_digest_item_the_recipient_can_no_longer_read_is_dropped(
     a, b = queue_two(submit, clarify_settings)
     # While b waited, its source became finance-only: alice may no longer read it.
     source = b.source_version.source
-    source_acl_set(source=source, acl=["group:finance"])
+    acl_set_unheard(source, ["group:finance"])
 
     assert digests_flush(now=timezone.now() + LATER) == 1
     [(addr, cards)] = channel.digests
@@ -62,7 +61,7 @@ def test_a_digest_whose_every_item_is_unreadable_sends_nothing(
 ):
     a, b = queue_two(submit, clarify_settings)
     for q in (a, b):
-        source_acl_set(source=q.source_version.source, acl=["group:finance"])
+        acl_set_unheard(q.source_version.source, ["group:finance"])
     assert digests_flush(now=timezone.now() + LATER) == 0
     assert channel.digests == []
     assert [deliveries(q)[0].nonce_state for q in (a, b)] == [NonceState.REVOKED] * 2

@@ -11,6 +11,7 @@ from types import SimpleNamespace
 from typing import Any
 
 import pytest
+from django.contrib.auth.models import User
 from django.test import Client
 from slack_sdk.models.blocks import DatePickerElement, InputBlock, SectionBlock
 
@@ -536,6 +537,26 @@ def test_a_late_tap_on_a_resolved_card_gets_moved_on(delivered, tap, slack_stub)
     assert again.body["text"].startswith("This clarification has moved on. ✓ Recorded")
     assert late.body["text"].startswith("This clarification has moved on. Your different answer")
     assert actions_blocks(again.blocks) == actions_blocks(late.blocks) == []
+
+
+def test_a_tap_by_a_recipient_who_lost_read_access_gets_moved_on_and_records_nothing(
+    delivered, tap, slack_stub, people
+):
+    # issue 19 item 1: alice leaves legal past the read-access seam; her Slack tap on the
+    # open card is answered like one on a missing clarification.
+    card = delivered()
+    alice = people["alice"]
+    User.groups.through.objects.filter(user_id=alice.user_id).delete()
+    before = {m.__name__: m.objects.count() for m in (ResponseRecord, NodeVersion)}
+    resp = tap(card, 0)
+    assert resp.status_code == 200
+    assert {m.__name__: m.objects.count() for m in (ResponseRecord, NodeVersion)} == before
+    assert slack_stub.of("chat.update") == []  # the card (its passage) is not re-rendered
+    [refused] = AuditEvent.objects.filter(clarification=card.clar, type="answer_refused")
+    assert refused.detail["reason"] == "NO_READ_PERMISSION"
+    assert CardAction.objects.get(delivery=card.delivery).outcome == "NO_READ_PERMISSION"
+    card.delivery.refresh_from_db()
+    assert card.delivery.nonce_state == NonceState.REVOKED
 
 
 # --- "Something else…" -----------------------------------------------------------------

@@ -27,6 +27,7 @@ from clarify.models import Clarification
 from clarify.selectors import readable_clarifications
 from clarify.services import clarification_lock
 from telha.common.errors import NotFound
+from telha.graph.access import people_reading
 from telha.graph.models import Node, Source
 from telha.graph.selectors import (
     readable_nodes,
@@ -125,6 +126,12 @@ def assert_same_grants(caller: Caller, context: str = "") -> None:
             caller.user, "graph.view_source", klass=Source, accept_global_perms=False
         )
         assert ids(Source.objects.filter(source_readable_q(caller.user))) == ids(everywhere)
+    # The delivery gate's batch form of the same rule (`people_reading`) agrees too.
+    person = caller.person
+    if person is not None and person.role != Rights.STEWARD and person.erased_at is None:
+        for source in Source.objects.filter(tenant=caller.tenant):
+            reads = person.pk in people_reading(source, [person])
+            assert reads == (source.pk in granted), f"gate differs {context}"
 
 
 # --- the world -------------------------------------------------------------------------
@@ -321,7 +328,7 @@ def test_permission_cache_survives_recreated_permissions(world, monkeypatch):
     or `flush` between transactional tests emit post_migrate)."""
     from django.core.management.sql import emit_post_migrate_signal
 
-    from telha.graph import selectors
+    from telha.graph import access as selectors
 
     first = view_source_permission_id()
     monkeypatch.setattr(selectors, "_view_source_permission_id", first + 10_000)

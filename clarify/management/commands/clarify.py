@@ -15,6 +15,7 @@ from django.db.models import QuerySet
 
 from clarify.answering import AnswerCaller, AnswerInput
 from clarify.api.outcomes import answer_reply
+from clarify.errors import NoReadPermission
 from clarify.models import Clarification, Severity, State
 from clarify.reports import clarification_detail, clarification_row, target_names
 from clarify.selectors import needs_steward_attention_q
@@ -293,6 +294,9 @@ class Command(BaseCommand):
                     ),
                 )
             reply = answer_reply(outcome)
+        except NoReadPermission as exc:  # said as for a missing clarification
+            missing = f"NOT_FOUND: no clarification {str(clar.pk)!r}"
+            raise CommandError(missing, returncode=1) from exc
         except DomainError as exc:
             raise CommandError(f"{exc.code}: {exc.detail}", returncode=1) from exc
         self.emit(
