@@ -22,8 +22,19 @@ def rank_candidates(*, target: Node, max_candidates: int) -> list[uuid.UUID]:
     resolved to a person of the tenant), each kept at their best rank, first-seen order
     inside a rank, stewards never included (they are the fallback), capped at
     `max_candidates`. One query, whatever the node's degree."""
+    return rank_candidates_many(targets=[target.pk], max_candidates=max_candidates)[target.pk]
+
+
+def rank_candidates_many(
+    *, targets: list[uuid.UUID], max_candidates: int
+) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """`rank_candidates` of several target nodes: `{target id: person ids}`. One query,
+    whatever the number of targets and their degree."""
+    wanted = set(targets)
     rows = (
-        Edge.objects.filter(Q(from_node=target) | Q(to_node=target), type__in=list(_RANK_OF))
+        Edge.objects.filter(
+            Q(from_node__in=wanted) | Q(to_node__in=wanted), type__in=list(_RANK_OF)
+        )
         .order_by("id")
         .values_list(
             "type",
@@ -31,22 +42,25 @@ def rank_candidates(*, target: Node, max_candidates: int) -> list[uuid.UUID]:
             "from_node__person_id",
             "from_node__person__role",
             "from_node__person__erased_at",
+            "to_node_id",
             "to_node__person_id",
             "to_node__person__role",
             "to_node__person__erased_at",
         )
     )
-    best: dict[uuid.UUID, tuple[int, int]] = {}
+    best: dict[uuid.UUID, dict[uuid.UUID, tuple[int, int]]] = {t: {} for t in wanted}
     for order, row in enumerate(rows):
-        edge_type, from_id, f_person, f_role, f_erased, t_person, t_role, t_erased = row
-        if from_id == target.pk:
-            person, role, erased = t_person, t_role, t_erased
-        else:
-            person, role, erased = f_person, f_role, f_erased
-        if person is None or erased is not None or role == Rights.STEWARD:
-            continue
-        key = (_RANK_OF[edge_type], order)
-        if person not in best or key < best[person]:
-            best[person] = key
-    ranked = sorted(best, key=lambda p: best[p])
-    return ranked[: max(0, max_candidates)]
+        edge_type, from_id, f_person, f_role, f_erased, to_id, t_person, t_role, t_erased = row
+        ends = [(from_id, t_person, t_role, t_erased), (to_id, f_person, f_role, f_erased)]
+        for target, person, role, erased in ends:
+            if target not in wanted or person is None or erased is not None:
+                continue
+            if role == Rights.STEWARD:
+                continue
+            key = (_RANK_OF[edge_type], order)
+            if person not in best[target] or key < best[target][person]:
+                best[target][person] = key
+    out: dict[uuid.UUID, list[uuid.UUID]] = {}
+    for target, found in best.items():
+        out[target] = sorted(found, key=lambda p: found[p])[: max(0, max_candidates)]
+    return out

@@ -25,7 +25,7 @@ from telha.graph.services import (
     node_lock_current,
     node_version_write,
 )
-from telha.jobs.services import job_enqueue, jobs_finish_for_subject
+from telha.jobs.services import JobSpec, job_enqueue, jobs_enqueue, jobs_finish_for_subject
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person, Rights, Tenant
 
@@ -48,7 +48,7 @@ from .models import (
 )
 from .planning import PlannedAmbiguity
 from .policy import EffectivePolicy, job_priority, quorum_for, severity_for
-from .ranking import rank_candidates
+from .ranking import rank_candidates_many
 from .selectors import unresolved_post_binding_conflicts
 
 CLARIFY_JOB_KIND = "clarify:temporal"
@@ -78,6 +78,18 @@ def audit_event_append(
     )
 
 
+@dataclass(frozen=True)
+class ClarificationToOpen:
+    """One clarification for `clarifications_open`."""
+
+    clarification_id: uuid.UUID
+    target: Node
+    planned: PlannedAmbiguity
+    source_version: SourceVersion
+    dedup_key: str
+    extraction_confidence: float
+
+
 def clarification_open(
     *,
     tenant: Tenant,
@@ -89,57 +101,87 @@ def clarification_open(
     extraction_confidence: float,
     policy: EffectivePolicy,
 ) -> Clarification:
-    """Open a clarification for a planned ambiguity (inside the submission's transaction):
-    severity from policy, quorum policy pinned, the ranking from the graph, an `opened`
-    event, and — above `low` — its `clarify:temporal` routing job."""
-    severity = severity_for(policy, planned.kind, planned.severity_hint)
-    quorum_policy, quorum_state = quorum_for(policy, severity)
-    ranking = rank_candidates(target=target, max_candidates=settings.CLARIFY["MAX_CANDIDATES"])
-    clarification = Clarification.objects.create(
-        id=clarification_id,
-        tenant=tenant,
-        target=target,
-        kind=planned.kind,
-        severity=severity,
-        state=State.OPEN,
-        candidates=planned.candidates,
-        asked=[str(p) for p in ranking],
-        quorum_policy=quorum_policy,
-        quorum_state=quorum_state,
-        detector_confidence=planned.detector_confidence,
-        applied_candidate_confidence=planned.applied_candidate_confidence,
-        extraction_confidence=extraction_confidence,
-        source_version=source_version,
-        span_start=planned.span[0] if planned.span else None,
-        span_end=planned.span[1] if planned.span else None,
-        dedup_key=dedup_key,
+    """Open a clarification for a planned ambiguity (`clarifications_open` of one)."""
+    item = ClarificationToOpen(
+        clarification_id, target, planned, source_version, dedup_key, extraction_confidence
     )
-    audit_event_append(
-        tenant=tenant,
-        clarification=clarification,
-        type="opened",
-        detail={
+    return clarifications_open(tenant=tenant, items=[item], policy=policy)[0]
+
+
+def clarifications_open(
+    *, tenant: Tenant, items: list[ClarificationToOpen], policy: EffectivePolicy
+) -> list[Clarification]:
+    """Open clarifications for planned ambiguities (inside the submissions' transaction):
+    severity from policy, quorum policy pinned, the ranking from the graph, an `opened`
+    event each, and — above `low` — a `clarify:temporal` routing job each. One statement
+    per table whatever the number (ranking, clarifications, events, jobs)."""
+    if not items:
+        return []
+    rankings = rank_candidates_many(
+        targets=[i.target.pk for i in items], max_candidates=settings.CLARIFY["MAX_CANDIDATES"]
+    )
+    clarifications, events, jobs = [], [], []
+    for item in items:
+        planned = item.planned
+        severity = severity_for(policy, planned.kind, planned.severity_hint)
+        quorum_policy, quorum_state = quorum_for(policy, severity)
+        ranking = rankings[item.target.pk]
+        clarification = Clarification(
+            id=item.clarification_id,
+            tenant=tenant,
+            target=item.target,
+            kind=planned.kind,
+            severity=severity,
+            state=State.OPEN,
+            candidates=planned.candidates,
+            asked=[str(p) for p in ranking],
+            quorum_policy=quorum_policy,
+            quorum_state=quorum_state,
+            detector_confidence=planned.detector_confidence,
+            applied_candidate_confidence=planned.applied_candidate_confidence,
+            extraction_confidence=item.extraction_confidence,
+            source_version=item.source_version,
+            span_start=planned.span[0] if planned.span else None,
+            span_end=planned.span[1] if planned.span else None,
+            dedup_key=item.dedup_key,
+        )
+        clarifications.append(clarification)
+        detail = {
             "severity": severity,
             "severityHint": planned.severity_hint,
             "ranking": clarification.asked,
             "quorumPolicy": quorum_policy,
-        },
-    )
-    if severity != Severity.LOW:
-        job = job_enqueue(
-            tenant=tenant,
-            kind=CLARIFY_JOB_KIND,
-            payload={
+        }
+        events.append(
+            AuditEvent(
+                tenant=tenant,
+                clarification=clarification,
+                at=now_us(),
+                type="opened",
+                detail=detail,
+            )
+        )
+        if severity != Severity.LOW:
+            payload = {
                 "v": 1,
                 "clarificationId": str(clarification.pk),
                 "ranking": clarification.asked,
-            },
-            priority=job_priority(severity),
-            max_attempts=len(ranking) + 1,
-            subject=str(clarification.pk),
-        )
-        transaction.on_commit(lambda: _kick_jobs(job.kind))
-    return clarification
+            }
+            jobs.append(
+                JobSpec(
+                    CLARIFY_JOB_KIND,
+                    payload,
+                    job_priority(severity),
+                    len(ranking) + 1,
+                    str(clarification.pk),
+                )
+            )
+    Clarification.objects.bulk_create(clarifications)
+    AuditEvent.objects.append(events)
+    if jobs:
+        jobs_enqueue(tenant=tenant, specs=jobs)
+        transaction.on_commit(lambda: _kick_jobs(CLARIFY_JOB_KIND))
+    return clarifications
 
 
 def _kick_jobs(kind: str) -> None:
