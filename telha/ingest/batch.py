@@ -63,8 +63,9 @@ class Doc:
         return {"sourceVersionTx": self.sv.tx, "nodes": nodes, "clarifications": clars}
 
 
-def batch_apply(*, tenant: Tenant, plans: list[SubmissionPlan]) -> list[dict[str, Any]]:
-    """Apply `plans` (distinct sources) inside the caller's transaction; their 201 bodies."""
+def batch_apply(*, tenant: Tenant, plans: list[SubmissionPlan]) -> list[Doc]:
+    """Apply `plans` (distinct sources) inside the caller's transaction; `Doc.result()`
+    is each one's 201 body."""
     docs = [Doc(plan=p) for p in plans]
     _sources_upsert(tenant, docs)
     _source_versions(docs)
@@ -73,7 +74,7 @@ def batch_apply(*, tenant: Tenant, plans: list[SubmissionPlan]) -> list[dict[str
     to_open = _facts_write(tenant, docs, current)
     _edges(tenant, docs)
     _clarifications_open(tenant, to_open)
-    return [d.result() for d in docs]
+    return docs
 
 
 # --- sources ---------------------------------------------------------------------------

@@ -17,7 +17,7 @@ from .api.serializers import SubmissionInSerializer
 from .detection.build import FileInput, detect, to_submission
 from .formats import Refused
 from .models import Document
-from .services import submission_apply, submission_plan
+from .services import SubmissionPlan, submission_apply, submission_plan
 
 log = logging.getLogger(__name__)
 INGEST_DOCUMENT_KIND = "ingest:document"
@@ -60,7 +60,16 @@ def people_by_name(tenant: Tenant) -> dict[str, str]:
     return names
 
 
-def ingest_file(
+@dataclass
+class Prepared:
+    """A file detected and planned (or refused: `outcome.error`), not yet applied."""
+
+    outcome: IngestOutcome
+    data: dict[str, Any] | None = None
+    plan: SubmissionPlan | None = None
+
+
+def ingest_prepare(
     *,
     tenant: Tenant,
     file: FileInput,
@@ -70,9 +79,9 @@ def ingest_file(
     restriction: str | None = None,
     title: str | None = None,
     names: dict[str, str] | None = None,
-) -> IngestOutcome:
-    """Detect and apply one file. Refusals (unsupported type, an invalid submission) are
-    reported in the outcome and write nothing."""
+) -> Prepared:
+    """Detect one file and plan its submission (reads nothing but the directory, writes
+    nothing). Refusals (unsupported type, an invalid submission) are in the outcome."""
     outcome = IngestOutcome(file=file.name)
     try:
         detection = detect(
@@ -90,21 +99,58 @@ def ingest_file(
         shape = SubmissionInSerializer(data=data)
         if not shape.is_valid():
             raise SubmissionInvalid(flatten_errors(shape.errors))
-        result = submission_apply(tenant=tenant, plan=submission_plan(shape.validated_data))
+        plan = submission_plan(shape.validated_data)
     except Refused as exc:
         outcome.error = str(exc)
-        return outcome
+        return Prepared(outcome)
     except DomainError as exc:
         outcome.error = f"{exc.code}: {exc.detail}"
-        return outcome
+        return Prepared(outcome)
     outcome.facts = sum(1 for n in data["nodes"] if "PERSON" not in n["labels"])
     outcome.ambiguities.update(a["kind"] for a in data["ambiguities"])
+    return Prepared(outcome, data, plan)
+
+
+def _counted(outcome: IngestOutcome, result: dict[str, Any]) -> IngestOutcome:
     for clar in result["clarifications"]:
         if clar["deduplicated"]:
             outcome.deduplicated += 1
         else:
             outcome.opened += 1
     return outcome
+
+
+def ingest_file(
+    *,
+    tenant: Tenant,
+    file: FileInput,
+    system: str = "files",
+    clarify: bool = True,
+    acl: list[str] | None = None,
+    restriction: str | None = None,
+    title: str | None = None,
+    names: dict[str, str] | None = None,
+) -> IngestOutcome:
+    """Detect and apply one file. Refusals (unsupported type, an invalid submission) are
+    reported in the outcome and write nothing."""
+    prepared = ingest_prepare(
+        tenant=tenant,
+        file=file,
+        system=system,
+        clarify=clarify,
+        acl=acl,
+        restriction=restriction,
+        title=title,
+        names=names,
+    )
+    if prepared.plan is None:
+        return prepared.outcome
+    try:
+        result = submission_apply(tenant=tenant, plan=prepared.plan)
+    except DomainError as exc:
+        prepared.outcome.error = f"{exc.code}: {exc.detail}"
+        return prepared.outcome
+    return _counted(prepared.outcome, result)
 
 
 @transaction.atomic

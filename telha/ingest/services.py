@@ -10,10 +10,11 @@ from django.db import transaction
 
 from clarify.planning import PlannedAmbiguity, plan_ambiguities
 from telha.common.errors import SubmissionInvalid
+from telha.graph.models import SourceVersion
 from telha.graph.services import acl_principal_valid
 from telha.tenancy.models import Tenant
 
-from .batch import batch_apply
+from .batch import Doc, batch_apply
 
 log = logging.getLogger(__name__)
 RESERVED_LABELS = {"CLARIFICATION"}
@@ -87,6 +88,10 @@ def submission_apply(*, tenant: Tenant, plan: SubmissionPlan) -> dict[str, Any]:
     """Apply a planned submission in one transaction: source, source version, spans, nodes
     (best guess applied at reduced confidence and marked pending), edges, clarifications
     (or their deduplicated originals) and routing jobs. Returns the 201 body."""
+    return _apply_one(tenant, plan).result()
+
+
+def _apply_one(tenant: Tenant, plan: SubmissionPlan) -> Doc:
     with transaction.atomic():
         return batch_apply(tenant=tenant, plans=[plan])[0]
 
@@ -98,6 +103,7 @@ class Applied:
 
     result: dict[str, Any] | None = None
     error: Exception | None = None
+    source_version: SourceVersion | None = None
 
 
 def submissions_apply(*, tenant: Tenant, plans: list[SubmissionPlan]) -> list[Applied]:
@@ -110,13 +116,15 @@ def submissions_apply(*, tenant: Tenant, plans: list[SubmissionPlan]) -> list[Ap
     for chunk in _chunks(plans):
         try:
             with transaction.atomic():
-                out += [Applied(result=r) for r in batch_apply(tenant=tenant, plans=chunk)]
+                docs = batch_apply(tenant=tenant, plans=chunk)
+            out += [Applied(result=d.result(), source_version=d.sv) for d in docs]
             continue
         except Exception:  # the batch rolled back: its documents are retried one by one
             log.info("batch of %d rolled back; applying its documents one by one", len(chunk))
         for plan in chunk:
             try:
-                out.append(Applied(result=submission_apply(tenant=tenant, plan=plan)))
+                doc = _apply_one(tenant, plan)
+                out.append(Applied(result=doc.result(), source_version=doc.sv))
             except Exception as exc:  # this document's failure, reported
                 out.append(Applied(error=exc))
     return out

@@ -136,4 +136,3 @@ def test_an_identical_resubmission_deduplicates_and_writes_nothing(workspace, pe
     assert again["clarifications"][0]["id"] == first["clarifications"][0]["id"]
     assert again["nodes"] == first["nodes"]
     assert statements <= MAX_STATEMENTS + 2, statements
-
