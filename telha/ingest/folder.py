@@ -21,6 +21,7 @@ from telha.common.errors import DomainError
 from telha.graph.models import SourceVersion
 from telha.tenancy.models import Tenant
 
+from .api.serializers import SubmissionInSerializer
 from .detection.build import FileInput
 from .documents import IngestOutcome, Prepared, _counted, ingest_prepare
 from .models import IngestedFile
@@ -67,6 +68,7 @@ def files_ingest(
     known = _unchanged(tenant, options.system, prints)
     outcomes: list[IngestOutcome] = []
     todo: list[Prepared] = []
+    shape = SubmissionInSerializer()
     for file in files:
         if file.name in known:
             outcomes.append(_rescanned(file.name, known[file.name]))
@@ -79,6 +81,7 @@ def files_ingest(
             acl=options.acl,
             restriction=options.restriction,
             names=options.names,
+            shape=shape,
         )
         outcomes.append(prepared.outcome)
         if prepared.plan is not None:

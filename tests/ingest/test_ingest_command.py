@@ -3,9 +3,9 @@ and the summary table, `--json`, re-runs that deduplicate, unsupported files, ba
 and tenants (exit codes), `--acl`, and the capability flag."""
 
 import io
-import re
 import json
 import os
+import re
 from datetime import UTC, datetime
 
 import pytest
