@@ -51,7 +51,7 @@ FILLER = (
     "The supplier shall perform the services with reasonable skill and care, in "
     "accordance with good industry practice and the service levels in Schedule 2. "
     "Each party shall keep the other's confidential information secret and use it only "
-    "for the purposes of this agreement. Neither party limits its liability for death "
+    "for the purposes agreed between them. Neither party limits its liability for death "
     "or personal injury caused by its negligence, or for fraud. "
 )
 
@@ -71,7 +71,7 @@ QUARTERS: list[list[str]] = [
     ],
     [  # fixed dates: a dated fact, nothing to ask
         "Agreement {n}. The agreement is effective 1 July 2026.",
-        "Minutes {n}, 4 May 2026. The Q3 results were strong and nobody objected.",
+        "Lease {n}. The lease is effective 1 March 2027.",
     ],
     [  # nothing to ask
         "Notes {n}. The parties met and agreed to keep talking.",

@@ -96,6 +96,8 @@ def _sources_upsert(tenant: Tenant, docs: list[Doc]) -> None:
         )
         for d in docs
     ]
+    # In identity order, so concurrent batches wait on each other's new rows in one order.
+    fresh.sort(key=lambda s: (s.system, s.external_id))
     Source.objects.bulk_create(fresh, ignore_conflicts=True)
     ours = {(s.system, s.external_id): s.pk for s in fresh}
     locked = (
@@ -373,9 +375,9 @@ def _unresolved_nodes(tenant: Tenant, wanted: _Wanted) -> None:
             wanted.unresolved[node.key] = node
     writes = []
     for key, node in fresh.items():
-        if wanted.unresolved[key] is not None and wanted.unresolved[key].pk == node.pk:
-            n = docs_of[key][1]
-            writes.append(_first_version(node, n))
+        stored = wanted.unresolved[key]
+        if stored is not None and stored.pk == node.pk:  # ours, not a concurrent one
+            writes.append(_first_version(node, docs_of[key][1]))
     node_versions_write(writes)
     _version_txs(tenant, wanted)
 
@@ -495,7 +497,7 @@ def _existing_clarifications(tenant: Tenant, keys: list[str]) -> dict[str, dict[
     rows = Clarification.objects.filter(tenant=tenant, dedup_key__in=keys).values(
         "dedup_key", "pk", "state", "severity"
     )
-    return {r["dedup_key"]: r for r in rows}
+    return {r["dedup_key"]: dict(r) for r in rows}
 
 
 def _deduplicated(f: _Fact, amb: PlannedAmbiguity, existing: dict[str, Any]) -> VersionWrite | None:
