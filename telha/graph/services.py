@@ -300,9 +300,10 @@ def node_versions_write(writes: list[VersionWrite]) -> list[NodeVersion]:
     """Append a new version to each of several distinct nodes at one transaction time
     (strictly after every previous version's): close the current versions in one UPDATE,
     insert the new ones in one INSERT. Every `current` must have been read while this
-    transaction held its node's lock, or in the statement that took it — if one of them is
-    no longer current, `CurrentVersionMoved` is raised and nothing was written (the
-    caller's transaction goes on). Returns the new versions, in order."""
+    transaction held its node's lock, or in the statement that took it. If a version is no
+    longer current, `CurrentVersionMoved` is raised: for one version nothing was written
+    and the caller's transaction goes on; for several, others may have been closed, so the
+    enclosing transaction is marked for rollback. Returns the new versions, in order."""
     if not writes:
         return []
     if len({w.node.pk for w in writes}) != len(writes):
@@ -320,6 +321,8 @@ def node_versions_write(writes: list[VersionWrite]) -> list[NodeVersion]:
             closed = NodeVersion.objects.filter(
                 pk__in=[c.pk for c in currents], tx_to__isnull=True
             ).update(tx_to=tx)
+            if closed != len(currents):  # some were closed: this transaction must not go on
+                raise CurrentVersionMoved([w.node.pk for w in writes])
         else:
             closed = 0
         if closed == len(currents):
