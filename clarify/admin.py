@@ -8,7 +8,6 @@ from django import forms
 from django.contrib import admin, messages
 from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
-from django.db import transaction
 from django.db.models import (
     Case,
     IntegerField,
@@ -32,20 +31,28 @@ from telha.graph.models import NodeVersion
 from telha.graph.timeline import versions_svg
 from telha.tenancy.models import Person, Rights
 
+from .errors import StewardViewStale
 from .models import (
     AuditEvent,
     BindingStatus,
     Clarification,
-    ClarificationBinding,
     ClarifyPolicy,
     ResponseRecord,
     Severity,
     State,
 )
 from .reports import clarification_detail, uuid_or_none
-from .selectors import needs_steward_attention_q, unresolved_post_binding_conflicts
-from .services import AnswerCaller, AnswerInput, audit_event_append, clarification_answer
-from .stewardship import clarification_reask, clarify_policy_update, erase_person_attribution
+from .selectors import needs_steward_attention_q
+from .stewardship import (
+    attestation_confirm,
+    clarification_override,
+    clarification_reask,
+    clarification_uphold,
+    clarify_policy_update,
+    erase_person_attribution,
+    open_disputes,
+    people_of,
+)
 
 STATE_COLOURS: dict[str, str] = {
     State.OPEN: "#2563eb",
@@ -106,26 +113,6 @@ class OverrideForm(forms.Form):
 
 def _date_us(value: Any) -> int | None:
     return parse_us(f"{value.isoformat()}T00:00:00Z") if value else None
-
-
-def open_disputes(clar: Clarification) -> list[ResponseRecord]:
-    """The post-binding disagreements no steward has resolved yet (oldest first): what
-    keeps an answered clarification in Needs attention. Empty unless answered."""
-    if clar.state != State.ANSWERED:
-        return []
-    return unresolved_post_binding_conflicts(list(clar.responses.order_by("seq")))
-
-
-def bound_answer(clar: Clarification) -> AnswerInput:
-    """The answer naming the bound interval, as a steward's upholding override sends it:
-    the candidate whose interval it is, or the interval itself."""
-    version = ClarificationBinding.objects.select_related("node_version").get(clarification=clar)
-    interval = (version.node_version.valid_from, version.node_version.valid_to)
-    for index, candidate in enumerate(clar.candidates):
-        if (candidate.get("validFrom"), candidate.get("validTo")) == interval:
-            return AnswerInput(answer_index=index, steward_override=True, channel="admin")
-    custom = {"validFrom": interval[0], "validTo": interval[1]}
-    return AnswerInput(answer_custom=custom, steward_override=True, channel="admin")
 
 
 def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
@@ -396,93 +383,21 @@ class ClarificationAdmin(TenantScopedAdmin):
         return render(request, self.change_form_template, context)
 
     def _act(self, request: HttpRequest, clar: Clarification, steward: Person) -> None:
-        action = request.POST.get("action")
-        caller = AnswerCaller(
-            tenant=clar.tenant, clarify_service=False, person_id=steward.pk, rights=Rights.STEWARD
-        )
+        """One steward action from the decide page: parse the form, call the service,
+        say what happened (the services open the transactions)."""
+        actions = {
+            "override": self._override,
+            "uphold": self._uphold,
+            "confirm": self._confirm,
+            "reask": self._reask,
+            "erase": self._erase,
+        }
+        act = actions.get(str(request.POST.get("action")))
+        if act is None:
+            messages.error(request, "Unknown action.")
+            return
         try:
-            if action == "override":
-                form = OverrideForm(request.POST, clarification=clar)
-                if not form.is_valid():
-                    messages.error(request, f"Invalid override: {form.errors.as_text()}")
-                    return
-                data = form.cleaned_data
-                custom = None
-                if data["answer_index"] is None:
-                    custom = {
-                        "validFrom": _date_us(data["valid_from"]),
-                        "validTo": _date_us(data["valid_to"]),
-                        "sourceText": data["reason"] or None,
-                    }
-                # The binding and the reason given for it commit together or not at all.
-                with transaction.atomic():
-                    result = clarification_answer(
-                        caller=caller,
-                        clarification_id=clar.pk,
-                        answer=AnswerInput(
-                            answer_index=data["answer_index"],
-                            answer_custom=custom,
-                            steward_override=True,
-                            channel="admin",
-                        ),
-                    )
-                    if data["reason"]:
-                        audit_event_append(
-                            tenant=clar.tenant,
-                            clarification=clar,
-                            type="override_reason",
-                            detail={"by": str(steward.pk), "reason": data["reason"]},
-                        )
-                messages.success(request, f"Override recorded: {result.body['outcome']}.")
-            elif action == "uphold":
-                self._uphold(request, clar, steward, caller)
-            elif action == "confirm":
-                record = ResponseRecord.objects.get(
-                    clarification=clar,
-                    pk=request.POST.get("response_id", ""),
-                    binding_status=BindingStatus.ATTESTATION,
-                )
-                custom = None
-                if record.answer_index is None:
-                    custom = {"validFrom": record.interval_from, "validTo": record.interval_to}
-                result = clarification_answer(
-                    caller=caller,
-                    clarification_id=clar.pk,
-                    answer=AnswerInput(
-                        answer_index=record.answer_index, answer_custom=custom, channel="admin"
-                    ),
-                )
-                messages.success(request, f"Attestation confirmed: {result.body['outcome']}.")
-            elif action == "reask":
-                try:
-                    ids = reask_order(request.POST)
-                except ValueError as exc:
-                    messages.error(request, str(exc))
-                    return
-                if not ids:
-                    messages.error(request, "Choose at least one person to ask.")
-                    return
-                found = {
-                    str(p.pk): p
-                    for p in Person.objects.filter(
-                        tenant=clar.tenant, pk__in=ids, erased_at__isnull=True
-                    )
-                }
-                if set(found) != set(ids):
-                    raise Person.DoesNotExist
-                ranking = [found[pid] for pid in ids]
-                clarification_reask(clarification=clar, ranking=ranking, actor=steward)
-                messages.success(request, "Delivery re-enqueued for the new candidates.")
-            elif action == "erase":
-                person = Person.objects.get(
-                    tenant=clar.tenant, pk=request.POST.get("person_id", "")
-                )
-                n = erase_person_attribution(
-                    tenant=clar.tenant, person=person, actor=steward, via="admin"
-                )
-                messages.success(request, f"Attribution erased on {n} clarification(s).")
-            else:
-                messages.error(request, "Unknown action.")
+            act(request, clar, steward)
         except (
             ResponseRecord.DoesNotExist,
             Person.DoesNotExist,
@@ -491,51 +406,69 @@ class ClarificationAdmin(TenantScopedAdmin):
             TimeParseError,
         ):
             messages.error(request, "That record does not exist in this clarification.")
+        except StewardViewStale as exc:
+            messages.error(request, exc.detail)
         except DomainError as exc:
             messages.error(request, f"Refused ({exc.code}): {exc.detail}")
 
-    def _uphold(
-        self, request: HttpRequest, clar: Clarification, steward: Person, caller: AnswerCaller
-    ) -> None:
-        """Resolve the post-binding disagreements the steward was shown by upholding the
-        bound answer: the API's explicit steward override naming the bound interval
-        (`clarification_answer` records a `steward_override` response and a
-        `post_binding_conflict_resolved` event; the binding stands). The page posts the
-        `seq` of the latest disagreement it showed: if another arrived meanwhile, nothing
-        is written and the steward reviews it first. Changing the bound interval is not
-        offered: a clarification binds once (README "Steward review")."""
-        reason = str(request.POST.get("reason", "")).strip()[:500]
-        # The clarification stays locked from the check to the answer (the answer locks it
-        # again, then its target: the order every writer takes them in).
-        with transaction.atomic():
-            locked = Clarification.objects.select_for_update().get(pk=clar.pk)
-            disputes = open_disputes(locked)
-            if not disputes:
-                messages.error(request, "There is no disagreement to resolve: nothing changed.")
-                return
-            if str(disputes[-1].seq) != str(request.POST.get("disputes_through", "")).strip():
-                messages.error(
-                    request,
-                    "A new disagreement arrived after this page was loaded: review it, "
-                    "then uphold again. Nothing changed.",
-                )
-                return
-            clarification_answer(
-                caller=caller, clarification_id=clar.pk, answer=bound_answer(locked)
-            )
-            if reason:
-                audit_event_append(
-                    tenant=clar.tenant,
-                    clarification=clar,
-                    type="override_reason",
-                    detail={"by": str(steward.pk), "reason": reason},
-                )
-        n = len(disputes)
+    def _override(self, request: HttpRequest, clar: Clarification, steward: Person) -> None:
+        form = OverrideForm(request.POST, clarification=clar)
+        if not form.is_valid():
+            messages.error(request, f"Invalid override: {form.errors.as_text()}")
+            return
+        data = form.cleaned_data
+        interval = None
+        if data["answer_index"] is None:
+            interval = (_date_us(data["valid_from"]), _date_us(data["valid_to"]))
+        outcome = clarification_override(
+            clarification=clar,
+            steward=steward,
+            answer_index=data["answer_index"],
+            interval=interval,
+            reason=data["reason"] or "",
+            channel="admin",
+        )
+        messages.success(request, f"Override recorded: {outcome.body['outcome']}.")
+
+    def _uphold(self, request: HttpRequest, clar: Clarification, steward: Person) -> None:
+        """Uphold the bound answer over the disagreements the page showed (it posts the
+        `seq` of the latest one). Changing the bound interval is not offered: a
+        clarification binds once (README "Steward review")."""
+        n = clarification_uphold(
+            clarification=clar,
+            steward=steward,
+            disputes_through=str(request.POST.get("disputes_through", "")),
+            reason=str(request.POST.get("reason", "")).strip()[:500],
+        )
         messages.success(
             request,
             f"Binding upheld: {n} disagreement{'s' if n != 1 else ''} resolved; "
             "the clarification has left Needs attention.",
         )
+
+    def _confirm(self, request: HttpRequest, clar: Clarification, steward: Person) -> None:
+        outcome = attestation_confirm(
+            clarification=clar, steward=steward, response_id=request.POST.get("response_id", "")
+        )
+        messages.success(request, f"Attestation confirmed: {outcome.body['outcome']}.")
+
+    def _reask(self, request: HttpRequest, clar: Clarification, steward: Person) -> None:
+        try:
+            ids = reask_order(request.POST)
+        except ValueError as exc:
+            messages.error(request, str(exc))
+            return
+        if not ids:
+            messages.error(request, "Choose at least one person to ask.")
+            return
+        ranking = people_of(clar.tenant, ids)
+        clarification_reask(clarification=clar, ranking=ranking, actor=steward)
+        messages.success(request, "Delivery re-enqueued for the new candidates.")
+
+    def _erase(self, request: HttpRequest, clar: Clarification, steward: Person) -> None:
+        person = Person.objects.get(tenant=clar.tenant, pk=request.POST.get("person_id", ""))
+        n = erase_person_attribution(tenant=clar.tenant, person=person, actor=steward, via="admin")
+        messages.success(request, f"Attribution erased on {n} clarification(s).")
 
 
 class ClarifyPolicyForm(forms.ModelForm):

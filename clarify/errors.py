@@ -27,3 +27,19 @@ class UnparseableAnswer(DomainError):
     status_code = 422
     code = "CLARIFY_UNPARSEABLE_ANSWER"
     default_detail = "The answer does not normalise to a valid interval."
+
+
+class StewardViewStale(Conflict):
+    """A steward's action on what a page showed, refused because the clarification no
+    longer is what it showed (nothing is written; the detail says what to do)."""
+
+
+class NothingToUphold(StewardViewStale):
+    default_detail = "There is no disagreement to resolve: nothing changed."
+
+
+class DisputesChanged(StewardViewStale):
+    default_detail = (
+        "A new disagreement arrived after this page was loaded: review it, "
+        "then uphold again. Nothing changed."
+    )

@@ -1,6 +1,7 @@
 """Who to ask, derived from the graph (spec §3.2; architecture page `rank_candidates`)."""
 
 import uuid
+from typing import Any
 
 from django.db.models import Q
 
@@ -20,7 +21,7 @@ def rank_candidates(*, target: Node, max_candidates: int) -> list[uuid.UUID]:
 
     Depth-1 neighbours in both directions over authority edges, people only (PERSON nodes
     resolved to a person of the tenant), each kept at their best rank, first-seen order
-    inside a rank, stewards never included (they are the fallback), capped at
+    inside a rank, stewards and deprovisioned people never included, capped at
     `max_candidates`. One query, whatever the node's degree."""
     return rank_candidates_many(targets=[target.pk], max_candidates=max_candidates)[target.pk]
 
@@ -42,25 +43,28 @@ def rank_candidates_many(
             "from_node__person_id",
             "from_node__person__role",
             "from_node__person__erased_at",
+            "from_node__person__deactivated_at",
             "to_node_id",
             "to_node__person_id",
             "to_node__person__role",
             "to_node__person__erased_at",
+            "to_node__person__deactivated_at",
         )
     )
     best: dict[uuid.UUID, dict[uuid.UUID, tuple[int, int]]] = {t: {} for t in wanted}
     for order, row in enumerate(rows):
-        edge_type, from_id, f_person, f_role, f_erased, to_id, t_person, t_role, t_erased = row
-        ends = [(from_id, t_person, t_role, t_erased), (to_id, f_person, f_role, f_erased)]
-        for target, person, role, erased in ends:
+        edge_type, from_id, to_id = row[0], row[1], row[6]
+        # each end that is a target, with the person at the other end
+        ends: list[tuple[Any, tuple[Any, ...]]] = [(from_id, row[7:11]), (to_id, row[2:6])]
+        for target, (person, role, erased, gone) in ends:
             if target not in wanted or person is None or erased is not None:
                 continue
-            if role == Rights.STEWARD:
+            if gone is not None or role == Rights.STEWARD:
                 continue
             key = (_RANK_OF[edge_type], order)
             if person not in best[target] or key < best[target][person]:
                 best[target][person] = key
-    out: dict[uuid.UUID, list[uuid.UUID]] = {}
-    for target, found in best.items():
-        out[target] = sorted(found, key=lambda p: found[p])[: max(0, max_candidates)]
-    return out
+    return {
+        target: sorted(found, key=lambda p: found[p])[: max(0, max_candidates)]
+        for target, found in best.items()
+    }

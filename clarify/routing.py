@@ -9,6 +9,7 @@ from telha.jobs.models import Job
 from telha.jobs.policies import SKIP_REASONS, KindPolicy, register_kind
 from telha.jobs.services import LEASE_EXPIRED
 
+from .lifecycle import clarification_transition
 from .models import AuditEvent, Clarification, State
 from .services import CLARIFY_JOB_KIND, audit_event_append
 
@@ -63,13 +64,7 @@ def on_window_expired(job: Job) -> None:
         detail={"attempt": attempt, "candidate": candidate_for_attempt(job, attempt)},
     )
     if clar.state == State.OPEN:
-        audit_event_append(
-            tenant=clar.tenant,
-            clarification=clar,
-            type="state_changed",
-            detail={"from": clar.state, "to": State.EXPIRED},
-        )
-        clar.state = State.EXPIRED
+        clarification_transition(clar, State.EXPIRED)
         clar.save(update_fields=["state", "updated_at"])
 
 
@@ -110,14 +105,8 @@ def on_attempt_start(job: Job) -> None:
     clar = _clarification(job)
     if clar is None or clar.state != State.EXPIRED:
         return
-    clar.state = State.OPEN
+    clarification_transition(clar, State.OPEN, attempt=job.attempts)
     clar.save(update_fields=["state", "updated_at"])
-    audit_event_append(
-        tenant=clar.tenant,
-        clarification=clar,
-        type="state_changed",
-        detail={"from": State.EXPIRED, "to": State.OPEN, "attempt": job.attempts},
-    )
 
 
 SKIP_EVENT_TYPES = ("skipped", "delivery_failed", "digested")
@@ -152,15 +141,8 @@ def on_dead(job: Job) -> None:
     clar = _clarification(job)
     if clar is None or clar.state in (State.ANSWERED, State.CONFLICTED):
         return
-    previous = clar.state
-    clar.state = State.DEAD_LETTERED
+    clarification_transition(clar, State.DEAD_LETTERED)
     clar.save(update_fields=["state", "updated_at"])
-    audit_event_append(
-        tenant=clar.tenant,
-        clarification=clar,
-        type="state_changed",
-        detail={"from": previous, "to": State.DEAD_LETTERED},
-    )
     audit_event_append(
         tenant=clar.tenant,
         clarification=clar,

@@ -10,6 +10,7 @@ from telha.graph.models import NodeVersion
 from telha.graph.selectors import source_readable_q
 from telha.tenancy.auth import Caller
 
+from .answering import Prior, unresolved_conflicts
 from .models import BindingStatus, Clarification, ResponseRecord, Severity, State
 
 ATTENTION_ALWAYS = (State.CONFLICTED, State.EXPIRED, State.DEAD_LETTERED)
@@ -32,23 +33,13 @@ def readable_clarifications(caller: Caller) -> QuerySet[Clarification]:
     return qs if readable is None else qs.filter(readable)
 
 
-def is_post_binding_conflict(record: ResponseRecord) -> bool:
-    """A disagreeing answer recorded after binding (CONTRACT §3.2 `postBinding: true`)."""
-    return (
-        record.binding_status == BindingStatus.CONFLICTING
-        and record.outcome.get("postBinding") is True
-    )
-
-
 def unresolved_post_binding_conflicts(responses: list[ResponseRecord]) -> list[ResponseRecord]:
     """The post-binding conflicts no steward has acted on yet: those after the latest
     steward-override response (in `seq` order). A steward resolves them by an explicit
-    override that upholds the bound interval (clarify.services.clarification_answer)."""
-    latest_override = max(
-        (r.seq for r in responses if r.binding_status == BindingStatus.STEWARD_OVERRIDE),
-        default=0,
-    )
-    return [r for r in responses if r.seq > latest_override and is_post_binding_conflict(r)]
+    override that upholds the bound interval (the rule: clarify.answering.
+    unresolved_conflicts, which the answer's decision uses)."""
+    unresolved = {p.id for p in unresolved_conflicts([Prior.of(r) for r in responses])}
+    return [r for r in responses if r.pk in unresolved]
 
 
 def unresolved_post_binding_conflict_q() -> Q:

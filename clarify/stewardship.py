@@ -1,4 +1,6 @@
-"""Steward operations: re-ask, the audited policy change, and GDPR erasure.
+"""Steward operations: override with a reason, upholding a binding over disputes,
+confirming an attestation, re-ask, the audited policy change, and GDPR erasure. The
+admin, the CLI and the API call these; they parse input and render only.
 
 `erase_person_attribution` is the architecture page's operation of that name: it rewrites
 attribution while every piece of confirmation evidence survives. `gdpr_erase` is the full
@@ -23,12 +25,27 @@ from telha.graph.models import Node, NodeVersion, Source, SourceVersion
 from telha.graph.services import node_version_write, search_text_for, source_acl_set
 from telha.ingest.models import Document
 from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_enqueue
 from telha.tenancy.models import Person, PersonAlias, Rights, Tenant
 
-from .models import AuditEvent, Clarification, ClarifyPolicy, ResponseRecord, State
-from .policy import job_priority
-from .services import CLARIFY_JOB_KIND, _kick_jobs, audit_event_append
+from .answering import AnswerCaller, AnswerInput, Interval, Outcome
+from .errors import DisputesChanged, NothingToUphold
+from .lifecycle import clarification_transition
+from .models import (
+    AuditEvent,
+    BindingStatus,
+    Clarification,
+    ClarificationBinding,
+    ClarifyPolicy,
+    ResponseRecord,
+    State,
+)
+from .selectors import unresolved_post_binding_conflicts
+from .services import (
+    CLARIFY_JOB_KIND,
+    audit_event_append,
+    clarification_answer,
+    clarification_route,
+)
 
 NIL = uuid.UUID(int=0)
 ERASED = "erased"
@@ -143,7 +160,7 @@ def clarification_reask(
     ids = [str(p.pk) for p in ranking]
     previous_state = clar.state
     if clar.state in (State.EXPIRED, State.DEAD_LETTERED):
-        clar.state = State.OPEN
+        clarification_transition(clar, State.OPEN, actor=actor, reason="reasked")
     clar.asked = ids
     clar.save(update_fields=["asked", "state", "updated_at"])
     audit_event_append(
@@ -152,16 +169,137 @@ def clarification_reask(
         type="reasked",
         detail={"by": str(actor.pk), "ranking": ids, "from": previous_state, "to": clar.state},
     )
-    job = job_enqueue(
-        tenant=clar.tenant,
-        kind=CLARIFY_JOB_KIND,
-        payload={"v": 1, "clarificationId": str(clar.pk), "ranking": ids},
-        priority=job_priority(clar.severity),
-        max_attempts=len(ids) + 1,
-        subject=str(clar.pk),
+    return clarification_route(clar)
+
+
+def people_of(tenant: Tenant, ids: list[str]) -> list[Person]:
+    """The tenant's (not erased) people with these ids, in that order; Person.DoesNotExist
+    if any is not one."""
+    found = {
+        str(p.pk): p
+        for p in Person.objects.filter(tenant=tenant, pk__in=ids, erased_at__isnull=True)
+    }
+    if set(found) != set(ids):
+        raise Person.DoesNotExist
+    return [found[pid] for pid in ids]
+
+
+def _steward(steward: Person) -> AnswerCaller:
+    return AnswerCaller.of_person(steward, rights=Rights.STEWARD)
+
+
+def _override_reason(clar: Clarification, steward: Person, reason: str) -> None:
+    if reason:
+        audit_event_append(
+            tenant=clar.tenant,
+            clarification=clar,
+            type="override_reason",
+            detail={"by": str(steward.pk), "reason": reason},
+        )
+
+
+@transaction.atomic
+def clarification_override(
+    *,
+    clarification: Clarification,
+    steward: Person,
+    answer_index: int | None = None,
+    interval: Interval | None = None,
+    reason: str = "",
+    channel: str,
+    rights: str = Rights.STEWARD,
+) -> Outcome:
+    """A steward's override (CONTRACT §3.2 `stewardOverride`) naming a candidate or an
+    interval, answered with `rights` (a person answering for themself: their role), and
+    the reason given for it (an `override_reason` event; an interval's source text too):
+    the binding and its reason commit together or not at all."""
+    custom = None
+    if interval is not None:
+        custom = {"validFrom": interval[0], "validTo": interval[1], "sourceText": reason or None}
+    outcome = clarification_answer(
+        caller=AnswerCaller.of_person(steward, rights=rights),
+        clarification_id=clarification.pk,
+        answer=AnswerInput(
+            answer_index=answer_index,
+            answer_custom=custom,
+            steward_override=True,
+            channel=channel,
+        ),
     )
-    transaction.on_commit(lambda: _kick_jobs(job.kind))
-    return job
+    _override_reason(clarification, steward, reason)
+    return outcome
+
+
+def open_disputes(clar: Clarification) -> list[ResponseRecord]:
+    """The post-binding disagreements no steward has resolved yet (oldest first): what
+    keeps an answered clarification in Needs attention. Empty unless answered."""
+    if clar.state != State.ANSWERED:
+        return []
+    return unresolved_post_binding_conflicts(list(clar.responses.order_by("seq")))
+
+
+def bound_answer(clar: Clarification, channel: str) -> AnswerInput:
+    """The answer naming the bound interval, as a steward's upholding override sends it:
+    the candidate whose interval it is, or the interval itself."""
+    version = ClarificationBinding.objects.select_related("node_version").get(clarification=clar)
+    interval = (version.node_version.valid_from, version.node_version.valid_to)
+    for index, candidate in enumerate(clar.candidates):
+        if (candidate.get("validFrom"), candidate.get("validTo")) == interval:
+            return AnswerInput(answer_index=index, steward_override=True, channel=channel)
+    custom = {"validFrom": interval[0], "validTo": interval[1]}
+    return AnswerInput(answer_custom=custom, steward_override=True, channel=channel)
+
+
+@transaction.atomic
+def clarification_uphold(
+    *,
+    clarification: Clarification,
+    steward: Person,
+    disputes_through: str,
+    reason: str = "",
+    channel: str = "admin",
+) -> int:
+    """Resolve the post-binding disagreements a steward was shown by upholding the bound
+    answer: the explicit steward override naming the bound interval (a `steward_override`
+    response and a `post_binding_conflict_resolved` event; the binding stands) and its
+    reason. `disputes_through` is the `seq` of the latest disagreement the steward saw: if
+    none is open (`NothingToUphold`) or another arrived meanwhile (`DisputesChanged`),
+    nothing is written. Returns how many disagreements were resolved."""
+    # Locked from the check to the answer (the answer locks it again, then its target: the
+    # order every writer takes them in).
+    locked = Clarification.objects.select_for_update().get(pk=clarification.pk)
+    disputes = open_disputes(locked)
+    if not disputes:
+        raise NothingToUphold()
+    if str(disputes[-1].seq) != disputes_through.strip():
+        raise DisputesChanged()
+    clarification_answer(
+        caller=_steward(steward),
+        clarification_id=locked.pk,
+        answer=bound_answer(locked, channel),
+    )
+    _override_reason(clarification, steward, reason)
+    return len(disputes)
+
+
+def attestation_confirm(
+    *, clarification: Clarification, steward: Person, response_id: str, channel: str = "admin"
+) -> Outcome:
+    """A steward confirms an attestation: the attested answer, given again with steward
+    rights (it counts toward the quorum like any binding-capable answer).
+    ResponseRecord.DoesNotExist unless `response_id` is an attestation of this
+    clarification."""
+    record = ResponseRecord.objects.get(
+        clarification=clarification, pk=response_id, binding_status=BindingStatus.ATTESTATION
+    )
+    custom = None
+    if record.answer_index is None:
+        custom = {"validFrom": record.interval_from, "validTo": record.interval_to}
+    return clarification_answer(
+        caller=_steward(steward),
+        clarification_id=clarification.pk,
+        answer=AnswerInput(answer_index=record.answer_index, answer_custom=custom, channel=channel),
+    )
 
 
 POLICY_FIELDS = (
@@ -391,6 +529,42 @@ def _fact_versions_scrub(tenant: Tenant, subject: ErasureSubject) -> int:
     return changed
 
 
+def _jobs_scrub(tenant: Tenant, subject: ErasureSubject, pid: str) -> int:
+    """The tenant's jobs mentioning the subject, locked: their ranking positions nil'd
+    (positions kept), every other mention erased. Returns how many changed."""
+    jobs = 0
+    for job in (
+        Job.objects.select_for_update()
+        .filter(tenant=tenant)
+        .filter(subject.q("payload", "last_error", "result"))
+    ):
+        payload = dict(job.payload) if isinstance(job.payload, dict) else job.payload
+        if isinstance(payload, dict) and isinstance(payload.get("ranking"), list):
+            payload["ranking"] = [str(NIL) if r == pid else r for r in payload["ranking"]]
+        payload = _scrub(payload, subject)
+        last_error, result = subject.text(job.last_error), _scrub(job.result, subject)
+        if (payload, last_error, result) != (job.payload, job.last_error, job.result):
+            job.payload, job.last_error, job.result = payload, last_error, result
+            job.save(update_fields=["payload", "last_error", "result", "updated_at"])
+            jobs += 1
+    return jobs
+
+
+def _person_tombstone(person: Person) -> None:
+    """The erased person's row keeps only its key: no keys, user, groups, name or email."""
+    person.api_keys.all().delete()
+    user = person.user
+    person.user = None
+    person.name = "(erased)"
+    person.email = f"erased-{uuid.uuid4().hex}@erased.invalid"
+    person.role = Rights.VIEWER
+    person.erased_at = timezone.now()
+    person.save()
+    person.groups.clear()
+    if user is not None:
+        user.delete()
+
+
 @transaction.atomic
 def gdpr_erase(
     *, tenant: Tenant, person: Person, actor: Person | None = None, via: str = "cli"
@@ -410,21 +584,7 @@ def gdpr_erase(
     by = _actor_id(actor, person)
     # Jobs before clarifications: leasing and reaping lock a job, then its clarification;
     # taking them in the same order means waiting for a lease, never deadlocking with it.
-    jobs = 0
-    for job in (
-        Job.objects.select_for_update()
-        .filter(tenant=tenant)
-        .filter(subject.q("payload", "last_error", "result"))
-    ):
-        payload = dict(job.payload) if isinstance(job.payload, dict) else job.payload
-        if isinstance(payload, dict) and isinstance(payload.get("ranking"), list):
-            payload["ranking"] = [str(NIL) if r == pid else r for r in payload["ranking"]]
-        payload = _scrub(payload, subject)
-        last_error, result = subject.text(job.last_error), _scrub(job.result, subject)
-        if (payload, last_error, result) != (job.payload, job.last_error, job.result):
-            job.payload, job.last_error, job.result = payload, last_error, result
-            job.save(update_fields=["payload", "last_error", "result", "updated_at"])
-            jobs += 1
+    jobs = _jobs_scrub(tenant, subject, pid)
     counts: dict[str, int] = {
         "clarifications": _attribution_erase(tenant=tenant, person=person, by=by, via=via),
         "jobs": jobs,
@@ -478,17 +638,7 @@ def gdpr_erase(
     )
 
     counts["aliases"] = PersonAlias.objects.filter(person=person).delete()[0]
-    person.api_keys.all().delete()
-    user = person.user
-    person.user = None
-    person.name = "(erased)"
-    person.email = f"erased-{uuid.uuid4().hex}@erased.invalid"
-    person.role = Rights.VIEWER
-    person.erased_at = timezone.now()
-    person.save()
-    person.groups.clear()
-    if user is not None:
-        user.delete()
+    _person_tombstone(person)
     audit_event_append(
         tenant=tenant,
         type="person_erased",

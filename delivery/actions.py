@@ -26,9 +26,10 @@ from typing import Any
 
 from django.db import IntegrityError, transaction
 
+from clarify.answering import AnswerCaller, AnswerInput
 from clarify.errors import AlreadyAnswered, UnparseableAnswer
 from clarify.models import Clarification
-from clarify.services import AnswerCaller, AnswerInput, audit_event_append, clarification_answer
+from clarify.services import audit_event_append, clarification_answer
 from telha.common.errors import DomainError
 from telha.tenancy.models import Person, Tenant
 
@@ -236,6 +237,9 @@ def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
     if person is None or person.pk != delivery.person_id:
         who = {"actor": str(person.pk) if person else None, "identity": tap.identity.label[:100]}
         return card_tap_refuse(delivery, "NOT_RECIPIENT", tap.channel, who)
+    if person.deactivated_at is not None:  # deprovisioned: their cards were withdrawn
+        refused = card_tap_refuse(delivery, "RESPONDER_NOT_AUTHORISED", tap.channel)
+        return replace(refused, text=MOVED_ON)
     if delivery.nonce_state == NonceState.REVOKED:
         return card_tap_refuse(delivery, "STALE_NONCE", tap.channel)
     return VerifiedTap(delivery=delivery, person=person)
@@ -258,8 +262,8 @@ def _answer(verified: VerifiedTap, tap: CardTap, custom: dict[str, Any] | None) 
     delivery, person = verified.delivery, verified.person
     clar = delivery.clarification
     try:
-        result = clarification_answer(
-            caller=AnswerCaller(tenant=delivery.tenant, clarify_service=True),
+        outcome = clarification_answer(
+            caller=AnswerCaller.clarify_service_of(delivery.tenant),
             clarification_id=clar.pk,
             answer=AnswerInput(
                 answer_index=None if custom is not None else tap.answer_index,
@@ -277,8 +281,8 @@ def _answer(verified: VerifiedTap, tap: CardTap, custom: dict[str, Any] | None) 
     except DomainError as exc:
         return card_tap_refuse(delivery, exc.code, tap.channel)
     clar.refresh_from_db()
-    text = outcome_copy(clar, result.body, person)
-    return CardReply(ANSWERED, text, clarification=clar, body=result.body)
+    text = outcome_copy(clar, outcome.body, person)
+    return CardReply(ANSWERED, text, clarification=clar, body=outcome.body)
 
 
 def _moved_on(reply: CardReply, delivery: Delivery) -> CardReply:

@@ -7,77 +7,30 @@ clarification's routing job (the RBAC gate and quorum still apply when it is del
 it never opens a second clarification and nothing is sent as a side effect of a question.
 """
 
-import re
 import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 
 from clarify.models import Clarification, ResponseRecord, State
-from clarify.policy import job_priority
 from clarify.selectors import pending_caveat
-from clarify.services import CLARIFY_JOB_KIND, audit_event_append
-from telha.common.times import from_us
+from clarify.services import CLARIFY_JOB_KIND, audit_event_append, clarification_route
+from telha.common.times import from_us, now_us
 from telha.graph.models import EvidenceClass, NodeVersion
 from telha.graph.selectors import readable_nodes
 from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_enqueue
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person
 
 from .cards import OPEN_STATES, candidate_label
 from .models import ChatTurn
 from .provenance import gate_outbound, normalize_channel_origin, parse_restriction_provenance
+from .questions import END, START, Question, question_parse
 from .restriction import restricted_excerpts_in
+from .retrieval import Found, evidence_for
 
-STOPWORDS = frozenset(
-    (
-        "the",
-        "a",
-        "an",
-        "and",
-        "or",
-        "of",
-        "to",
-        "in",
-        "on",
-        "for",
-        "is",
-        "are",
-        "was",
-        "were",
-        "be",
-        "when",
-        "what",
-        "which",
-        "who",
-        "does",
-        "do",
-        "did",
-        "start",
-        "starts",
-        "end",
-        "ends",
-        "valid",
-        "from",
-        "until",
-        "with",
-        "by",
-        "at",
-        "this",
-        "that",
-        "it",
-        "its",
-        "how",
-        "date",
-        "dates",
-    )
-)
-MAX_EVIDENCE = 3
-MAX_CANDIDATES = 500
 NOTHING_TO_ASK = "There is nothing to ask about that any more."
 VERDICTS: dict[str, str] = {
     EvidenceClass.SYSTEM_EXTRACTION: "source-derived",
@@ -137,22 +90,6 @@ def reader_for(person: Person) -> Caller:
     )
 
 
-_WORD = re.compile(r"[a-z0-9][a-z0-9'-]+")
-
-
-def _terms(question: str) -> list[str]:
-    words = _WORD.findall(question.lower())
-    return list(dict.fromkeys(w for w in words if len(w) > 2 and w not in STOPWORDS))
-
-
-def _score(v: NodeVersion, terms: list[str]) -> int:
-    """How many question terms start a word of the fact's own text (its property values;
-    not its labels, so "term" does not match every CONTRACT_TERM)."""
-    text = " ".join(str(p) for p in v.properties.values() if isinstance(p, str | int | float))
-    words = set(_WORD.findall(text.lower()))
-    return sum(1 for t in terms if any(w.startswith(t) for w in words))
-
-
 def _day(us: int | None, open_text: str) -> str:
     return from_us(us).strftime("%-d %B %Y") if us is not None else open_text
 
@@ -165,33 +102,79 @@ def _valid_text(v: NodeVersion) -> str:
 
 
 def search(person: Person, question: str) -> list[NodeVersion]:
-    """Current versions of readable facts ranked by how many question terms they contain
-    (then newest first); deterministic, no model."""
-    terms = _terms(question)
-    if not terms:
-        return []
-    versions = (
-        NodeVersion.objects.filter(node__in=readable_nodes(reader_for(person)), tx_to__isnull=True)
-        .exclude(labels__icontains='"PERSON"')
-        .select_related("node__source")
-    )
-    any_term = Q()
-    for term in terms:
-        any_term |= Q(search_text__contains=term)
-    scored = []
-    for v in versions.filter(any_term).order_by("-tx_from", "node_id")[:MAX_CANDIDATES]:
-        score = _score(v, terms)
-        if score:
-            scored.append((-score, -v.tx_from, str(v.node_id), v))
-    scored.sort(key=lambda s: s[:3])
-    return [s[3] for s in scored[:MAX_EVIDENCE]]
+    """The current versions of readable facts that answer `question`, best first
+    (`delivery.retrieval`: full-text search, the period filter, the best match and
+    those nearly as relevant); deterministic, no model."""
+    parsed = question_parse(question, now_us=now_us())
+    return evidence_for(readable_nodes(reader_for(person)), parsed).versions
+
+
+def _verdict_text(e: Evidence) -> str:
+    """The verdict and who confirmed it: "human-confirmed by 1 person"."""
+    if not e.confirmations:
+        return e.verdict
+    who = "steward" if e.verdict == VERDICTS[EvidenceClass.STEWARD_OVERRIDE] else "person"
+    plural = "people" if who == "person" else "stewards"
+    return f"{e.verdict} by {e.confirmations} {who if e.confirmations == 1 else plural}"
+
+
+def _edge_text(e: Evidence, v: NodeVersion, edge: str | None) -> str:
+    """One fact's answer: its start, its end, or its whole validity."""
+    name, verdict = e.name, _verdict_text(e)
+    if edge == START:
+        if v.valid_from is None:
+            return f"“{name}” has no recorded start; it is {e.valid} ({verdict})."
+        return f"“{name}” starts on {_day(v.valid_from, '')} ({verdict})."
+    if edge == END:
+        if v.valid_to is None:
+            return f"“{name}” has no recorded end; it is {e.valid} ({verdict})."
+        return f"“{name}” ends on {_day(v.valid_to, '')} ({verdict})."
+    return f"“{name}” is {e.valid} ({verdict})."
+
+
+_EDGE_VERBS = {START: ("starts", "start"), END: ("ends", "end"), None: ("is valid", "are valid")}
+
+
+def _listed_text(found: Found, evidence: list[Evidence], question: Question) -> str:
+    """A period question's answer: how many readable facts, and the first few with
+    their dates."""
+    one, many = _EDGE_VERBS[question.edge]
+    if not found.total:
+        return f"I couldn't find a fact you can read that {one} {question.period_text}."
+    items = []
+    for e, v in zip(evidence, found.versions, strict=True):
+        when = v.valid_to if question.edge == END else v.valid_from
+        day = f" on {_day(when, '')}" if when is not None and question.edge else ""
+        items.append(f"“{e.name}”{day} ({_verdict_text(e)})")
+    count = "1 fact you can read" if found.total == 1 else f"{found.total} facts you can read"
+    if found.more:
+        count = f"More than {found.total} facts you can read"
+    verb = one if found.total == 1 else many
+    more = f"; the first {len(items)} are" if found.total > len(items) else ":"
+    return f"{count} {verb} {question.period_text}{more} " + "; ".join(items) + "."
 
 
 def answer_question(person: Person, question: str) -> AskAnswer:
     """The deterministic answer and its evidence card."""
-    versions = search(person, question)
-    if not versions:
+    parsed = question_parse(question, now_us=now_us())
+    found = evidence_for(readable_nodes(reader_for(person)), parsed)
+    if not found.versions:
+        if found.listed:
+            return AskAnswer(_listed_text(found, [], parsed))
         return AskAnswer("I couldn't find a fact you can read that matches that question.")
+    answer = _evidence_card(person, found.versions)
+    if found.listed:
+        answer.text = _listed_text(found, answer.evidence, parsed)
+    else:
+        answer.text = _edge_text(answer.evidence[0], found.versions[0], parsed.edge)
+    if answer.evidence[0].caveat:
+        answer.text += f" {answer.evidence[0].caveat}"
+    return answer
+
+
+def _evidence_card(person: Person, versions: list[NodeVersion]) -> AskAnswer:
+    """The evidence of `versions` (verdicts, confirmation counts, pending caveats, the
+    one "Ask <person> now?" offer) and the provenance of any restricted source."""
     clar_ids = [c for v in versions if (c := v.provenance.get("clarification"))]
     clarifications = {str(c.pk): c for c in Clarification.objects.filter(pk__in=clar_ids)}
     bound = {str(cid): n for cid, n in _count_bound(clar_ids).items()}
@@ -214,16 +197,10 @@ def answer_question(person: Person, question: str) -> AskAnswer:
                 # names that fact, whose caveat is shown with it.
                 ask_now = _ask_now_offer(clar, fact=str(v.properties.get("name") or v.node.key))
         if source is not None and source.restriction:
-            # The spans index the source version this fact version was extracted from.
-            text = (
-                source.versions.filter(tx=v.provenance.get("sourceVersionTx"))
-                .values_list("text", flat=True)
-                .first()
-            ) or ""
             provenance.append(
                 {"kind": "source", "sourceId": str(source.pk), "restriction": source.restriction}
             )
-            excerpts.extend(_spans(v, text))
+            excerpts.extend(_restricted_spans(v, source))
         evidence.append(
             Evidence(
                 node_id=str(v.node_id),
@@ -238,11 +215,18 @@ def answer_question(person: Person, question: str) -> AskAnswer:
                 caveat=caveat_text(pending) if pending else "",
             )
         )
-    top = evidence[0]
-    text = f"“{top.name}” is {top.valid} ({top.verdict})."
-    if top.caveat:
-        text += f" {top.caveat}"
-    return AskAnswer(text, evidence, provenance, excerpts, ask_now, tenant_id=person.tenant_id)
+    return AskAnswer("", evidence, provenance, excerpts, ask_now, tenant_id=person.tenant_id)
+
+
+def _restricted_spans(v: NodeVersion, source: Any) -> list[str]:
+    """The cited text of a restricted fact (what the gate must never let cross): the
+    spans index the source version this fact version was extracted from."""
+    text = (
+        source.versions.filter(tx=v.provenance.get("sourceVersionTx"))
+        .values_list("text", flat=True)
+        .first()
+    ) or ""
+    return _spans(v, text)
 
 
 def caveat_text(pending: dict[str, Any]) -> str:
@@ -314,29 +298,14 @@ def ask_now(*, requester: Person, clarification_id: Any) -> str:
     ).exists()
     if active:
         return "That question is already on its way; you'll see the answer here once it's bound."
-    job_enqueue(
-        tenant=clar.tenant,
-        kind=CLARIFY_JOB_KIND,
-        payload={"v": 1, "clarificationId": str(clar.pk), "ranking": clar.asked},
-        priority=job_priority(clar.severity),
-        max_attempts=len(clar.asked) + 1,
-        subject=str(clar.pk),
-    )
+    clarification_route(clar)
     audit_event_append(
         tenant=clar.tenant,
         clarification=clar,
         type="ask_now",
         detail={"requester": str(requester.pk)},
     )
-    transaction.on_commit(_kick_routing)
     return "Asked. You'll see the answer here once it's bound."
-
-
-def _kick_routing() -> None:
-    """Wake the delivery workers after commit (a no-op until the dispatcher is installed)."""
-    from telha.jobs import dispatch
-
-    dispatch.kick(CLARIFY_JOB_KIND)
 
 
 @transaction.atomic

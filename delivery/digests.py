@@ -20,9 +20,7 @@ from django.utils import timezone
 
 from clarify.models import Clarification, State
 from clarify.policy import policy_for
-from clarify.services import CLARIFY_JOB_KIND, audit_event_append
-from telha.jobs import dispatch
-from telha.jobs.services import job_attempt_skip
+from clarify.services import audit_event_append
 from telha.tenancy.selectors import aliases_for
 
 from .cards import Card, build_card
@@ -30,6 +28,7 @@ from .channels import DeliveryError
 from .gate import floor_check
 from .models import Delivery, DeliveryStatus, NonceState
 from .restriction import excerpt_for_chat, gated_card, restricted_content_blocked
+from .withdraw import delivery_withdraw, kick_after_commit
 
 
 def digests_flush(*, now: Any = None) -> int:
@@ -132,26 +131,20 @@ def _audit(d: Delivery, type: str, **detail: Any) -> None:
 
 
 def _readable(items: list[Delivery]) -> list[Delivery]:
-    """The items whose recipient still passes the ACL floor check; the others are dropped:
-    nonce revoked (the card can no longer be answered or shown in the inbox), status
-    failed, a `skipped` event with the reason code, and the routing job moved on to its
-    next candidate now (`job_attempt_skip`) if it still waits on this one."""
+    """The items whose recipient still passes the ACL floor check; the others are
+    withdrawn (`delivery_withdraw`: nonce revoked, so the card can no longer be answered
+    or shown in the inbox, status failed, a `skipped` event with the reason code, and the
+    routing job moved on to its next candidate now if it still waits on this one)."""
     kept, moved = [], False
     for d in items:
         reason = floor_check(d.clarification, [d.person]).get(d.person.pk)
         if reason is None:
             kept.append(d)
             continue
-        Delivery.objects.filter(pk=d.pk).update(
-            status=DeliveryStatus.FAILED, nonce_state=NonceState.REVOKED
-        )
-        _audit(d, "skipped", candidate=str(d.person_id), reason=reason, digest=True)
-        if d.job_id is not None and job_attempt_skip(
-            job_id=d.job_id, attempt=d.attempt, reason=reason, detail="dropped from the digest"
-        ):
+        if delivery_withdraw(d, reason=reason, detail="dropped from the digest", digest=True):
             moved = True
-    if moved:  # one wake-up for however many jobs moved
-        transaction.on_commit(lambda: dispatch.kick(CLARIFY_JOB_KIND))
+    if moved:
+        kick_after_commit()
     return kept
 
 

@@ -54,6 +54,8 @@ from .restriction import (
 log = logging.getLogger(__name__)
 
 NO_DELIVERY_ALIAS = "NO_DELIVERY_ALIAS"
+# Deprovisioned by the identity provider (CONTRACT §3.7): never asked again.
+RESPONDER_NOT_AUTHORISED = "RESPONDER_NOT_AUTHORISED"
 DAILY_CAP_EXCEEDED = "DAILY_CAP_EXCEEDED"
 DIGESTED = "DIGESTED"
 DELIVERY_FAILED = "DELIVERY_FAILED"
@@ -330,6 +332,8 @@ def _skip_reason(
 ) -> str | None:
     if candidate is None:
         return NO_DELIVERY_ALIAS
+    if candidate.deactivated_at is not None:
+        return RESPONDER_NOT_AUTHORISED
     verdict = verdicts.get(candidate.pk)
     if verdict is not None:
         return verdict
@@ -420,7 +424,10 @@ def _steward_notified(clar: Clarification) -> bool:
 def _stewards(clar: Clarification) -> list[Person]:
     return list(
         Person.objects.select_related("user").filter(
-            tenant=clar.tenant, role=Rights.STEWARD, erased_at__isnull=True
+            tenant=clar.tenant,
+            role=Rights.STEWARD,
+            erased_at__isnull=True,
+            deactivated_at__isnull=True,
         )
     )
 

@@ -22,7 +22,7 @@ from collections.abc import Iterator
 
 import prometheus_client
 from django.conf import settings
-from django.db.models import Count, Min
+from django.db.models import Count, Min, QuerySet
 from django.http import Http404, HttpRequest, HttpResponse
 from django.utils import timezone
 from django.views.decorators.http import require_GET
@@ -37,36 +37,33 @@ from telha.jobs.models import BACKLOG_STATUSES, Job, JobStatus
 CONTENT_TYPE = "text/plain; version=0.0.4"
 
 
+def _counted(
+    name: str, documentation: str, rows: QuerySet, labels: tuple[str, ...]
+) -> GaugeMetricFamily:
+    """A gauge of how many `rows` there are per combination of the `labels` columns."""
+    gauge = GaugeMetricFamily(name, documentation, labels=list(labels))
+    grouped = rows.values_list(*labels).annotate(n=Count("*")).order_by()
+    for *values, n in grouped:
+        gauge.add_metric(values, n)
+    return gauge
+
+
 class DatabaseGauges(Collector):
     """The gauges read from the database at each scrape."""
 
     def collect(self) -> Iterator[Metric]:
-        clarifications = GaugeMetricFamily(
+        yield _counted(
             "telha_clarifications",
             "Clarifications not yet answered, by state and severity.",
-            labels=["state", "severity"],
+            Clarification.objects.filter(state__in=UNRESOLVED_STATES),
+            ("state", "severity"),
         )
-        rows = (
-            Clarification.objects.filter(state__in=UNRESOLVED_STATES)
-            .values_list("state", "severity")
-            .annotate(n=Count("*"))
-            .order_by()
+        yield _counted(
+            "telha_jobs",
+            "Jobs pending or leased, by kind and status.",
+            Job.objects.filter(status__in=BACKLOG_STATUSES),
+            ("kind", "status"),
         )
-        for state, severity, n in rows:
-            clarifications.add_metric([state, severity], n)
-        yield clarifications
-        jobs = GaugeMetricFamily(
-            "telha_jobs", "Jobs pending or leased, by kind and status.", labels=["kind", "status"]
-        )
-        backlog = (
-            Job.objects.filter(status__in=BACKLOG_STATUSES)
-            .values_list("kind", "status")
-            .annotate(n=Count("*"))
-            .order_by()
-        )
-        for kind, status, n in backlog:
-            jobs.add_metric([kind, status], n)
-        yield jobs
         yield self._ready_age()
 
     def _ready_age(self) -> GaugeMetricFamily:

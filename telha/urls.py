@@ -3,10 +3,12 @@
 from django.contrib import admin
 from django.urls import include, path
 from django.views.generic import RedirectView
-from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
+from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from clarify.api import views as clarify_views
 from delivery import inbox
+from identity.sso import SignInView
+from identity.urls import scim_v2, sso_urls
 from telha.graph.api import views as graph_views
 from telha.health import healthz
 from telha.ingest.api import views as ingest_views
@@ -36,7 +38,9 @@ api_v1 = [
     path("jobs/<str:job_id>/complete", job_views.CompleteView.as_view(), name="jobs-complete"),
     path("jobs/<str:job_id>/fail", job_views.FailView.as_view(), name="jobs-fail"),
     path("schema/", SpectacularAPIView.as_view(), name="schema"),
-    path("docs/", SpectacularSwaggerView.as_view(url_name="schema"), name="docs"),
+    # The split view serves swagger-ui's start script as a file (`?script`), not inline:
+    # the Content-Security-Policy allows no inline script.
+    path("docs/", SpectacularSwaggerSplitView.as_view(url_name="schema"), name="docs"),
 ]
 
 urlpatterns = [
@@ -44,7 +48,9 @@ urlpatterns = [
     path("metrics", metrics, name="metrics"),
     path("v1/", include(api_v1)),
     path("admin/", admin.site.urls),
+    path("accounts/login/", SignInView.as_view(), name="login"),
     path("accounts/", include("django.contrib.auth.urls")),
+    path("sso/", include(sso_urls)),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/answer", inbox.answer, name="inbox-answer"),
     path("inbox/ask/", inbox.ask, name="inbox-ask"),
@@ -52,6 +58,7 @@ urlpatterns = [
     path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
     path("hooks/", include("delivery.hooks.urls")),
+    path("scim/v2/", include(scim_v2)),
 ]
 
 # Errors outside DRF's views: JSON on /v1/ and /hooks/, Django's pages elsewhere.

@@ -640,21 +640,29 @@ def pg_bin() -> Path | None:
     return Path(found).parent if found else None
 
 
-@pytest.fixture(scope="module")
-def pg_template() -> Iterator[dict[str, Any]]:
-    """A migrated database on the shared server, the template of the PostgreSQL tests."""
+@contextlib.contextmanager
+def scratch_pg_database(name: str) -> Iterator[tuple[dict[str, Any], str]]:
+    """A database `name` of its own on the shared PostgreSQL server (skipped without one),
+    dropped afterwards: the server and the database's URL."""
     server = shared_pg()
     if not pg_available(server):
         pytest.skip(f"no PostgreSQL server at {server['host']}:{server['port']}")
-    name = f"telha_faults_tmpl_{RUN_ID}"
     with pg_connect(server) as conn:
         conn.execute(f'CREATE DATABASE "{name}"')
     try:
-        manage(["migrate", "--noinput", "-v0"], product_env(pg_url(server, name)), timeout=300)
-        yield {"server": server, "name": name}
+        yield server, pg_url(server, name)
     finally:
         with pg_connect(server) as conn:
             conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="module")
+def pg_template() -> Iterator[dict[str, Any]]:
+    """A migrated database on the shared server, the template of the PostgreSQL tests."""
+    name = f"telha_faults_tmpl_{RUN_ID}"
+    with scratch_pg_database(name) as (server, url):
+        manage(["migrate", "--noinput", "-v0"], product_env(url), timeout=300)
+        yield {"server": server, "name": name}
 
 
 def free_port() -> int:

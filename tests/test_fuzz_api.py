@@ -23,6 +23,7 @@ clarification, its fact and person nodes, a leased job with its lease token), so
 success paths are reached too, not only 404s.
 """
 
+import base64
 import contextlib
 import os
 import re
@@ -178,6 +179,7 @@ def world(db) -> dict[str, Any]:
     }
     return {
         "keys": keys,
+        "query": {"GET /v1/clarifications": cursor_queries(client_for(keys["steward"]))},
         "path": {
             "clarification_id": [*clarification_ids, foreign],
             "node_id": node_ids,
@@ -187,9 +189,23 @@ def world(db) -> dict[str, Any]:
     }
 
 
+def cursor_queries(client: Any) -> list[dict[str, str]]:
+    """Cursors for the paginated list: one the API issued, the same tampered (a payload
+    byte, the signature cut), DRF's unsigned `p=garbage` (a 500 before issue 19), an
+    empty one."""
+    issued = client.get("/v1/clarifications", {"limit": 1}).json()["next"]
+    assert issued, "two clarifications: the first page of one has a next"
+    payload, signature = issued.rsplit(":", 1)
+    flipped = payload[:-1] + ("A" if payload[-1] != "A" else "B")
+    cursors = [issued, f"{flipped}:{signature}", f"{payload}:{signature[:-2]}"]
+    cursors += [base64.b64encode(b"p=garbage").decode(), ""]
+    return [{"cursor": cursor} for cursor in cursors]
+
+
 def case_strategy(operation: Any, world: dict[str, Any]) -> st.SearchStrategy:
     """Generated cases (positive and negative), the same with path parameters naming rows
-    that exist, and the well-formed bodies of `world["bodies"]` on those rows."""
+    that exist, the well-formed bodies of `world["bodies"]` on those rows, and the
+    queries of `world["query"]` (cursors issued, tampered and hand-made)."""
     modes = (GenerationMode.POSITIVE, GenerationMode.NEGATIVE)
     strategies = [operation.as_strategy(generation_mode=mode) for mode in modes]
     names = [p.name for p in operation.path_parameters]
@@ -202,6 +218,8 @@ def case_strategy(operation: Any, world: dict[str, Any]) -> st.SearchStrategy:
     for body in world["bodies"].get(operation.label, []):
         for path in known_paths or [{}]:
             strategies.append(operation.as_strategy(path_parameters=path, body=body))
+    for query in world["query"].get(operation.label, []):
+        strategies.append(operation.as_strategy(query=query))
     return st.one_of(strategies)
 
 

@@ -56,10 +56,7 @@ from tests.delivery.conftest_slack import (
 from tests.delivery.slack_stub import RunningStub, SlackStub
 from tests.test_faults import (
     free_port,
-    pg_available,
-    pg_connect,
-    pg_url,
-    shared_pg,
+    scratch_pg_database,
     spawn,
     stop_group,
     tail,
@@ -406,17 +403,8 @@ def stack_database(tmp: Path) -> Iterator[str]:
     if connection.vendor != "postgresql":
         yield f"sqlite:///{tmp / 'telha.sqlite3'}"
         return
-    server = shared_pg()
-    if not pg_available(server):
-        pytest.skip(f"no PostgreSQL server at {server['host']}:{server['port']}")
-    name = f"telha_prod_{RUN_ID}"
-    with pg_connect(server) as conn:
-        conn.execute(f'CREATE DATABASE "{name}"')
-    try:
-        yield pg_url(server, name)
-    finally:
-        with pg_connect(server) as conn:
-            conn.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+    with scratch_pg_database(f"telha_prod_{RUN_ID}") as (_server, url):
+        yield url
 
 
 @pytest.fixture(scope="module")
@@ -573,7 +561,7 @@ def test_every_stylesheet_and_script_the_pages_link_is_served(stack: Stack) -> N
             assert asset.status == 200, (page, url, asset.status)
             suffix = Path(urlsplit(url).path).suffix
             kind = asset.header("Content-Type").split(";")[0]
-            assert kind in CONTENT_TYPES.get(suffix, ("text/javascript",)), (url, kind)
+            assert kind in CONTENT_TYPES.get(suffix, CONTENT_TYPES[".js"]), (url, kind)  # ?script
             checked[path] = asset.header("Cache-Control")
             if path.startswith("/static/"):
                 assert asset.header("Content-Encoding") == "gzip", url

@@ -4,18 +4,20 @@ import uuid
 from typing import Any
 
 from drf_spectacular.utils import OpenApiParameter, extend_schema
-from rest_framework.pagination import CursorPagination
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from telha.common.errors import InvalidInput, NotFound
+from telha.common.pagination import CURSOR_MAX_LENGTH, SignedCursorPagination
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Audience
 
+from ..answering import AnswerCaller, AnswerInput
 from ..models import Clarification, Severity, State
 from ..selectors import readable_clarifications
-from ..services import AnswerCaller, AnswerInput, clarification_answer
+from ..services import clarification_answer
+from .outcomes import answer_reply
 from .serializers import (
     AnswerInSerializer,
     AnswerOutSerializer,
@@ -36,37 +38,10 @@ ANSWER_FIELDS = {
 }
 
 
-class ClarificationCursor(CursorPagination):
+class ClarificationCursor(SignedCursorPagination):
     ordering = ("-created_at", "-id")
     page_size = 50
     max_page_size = 200
-    page_size_query_param = "limit"
-
-    def get_page_size(self, request: Request) -> int:
-        """`limit`: an integer ≥ 1 (capped at `max_page_size`); anything else is 422, not
-        silently the default."""
-        raw = request.query_params.get(self.page_size_query_param, "")
-        if raw == "":
-            return self.page_size
-        if not (raw.isascii() and raw.isdigit()) or int(raw) < 1:
-            raise InvalidInput("limit must be a positive integer.")
-        return min(int(raw), self.max_page_size)
-
-    def encode_cursor(self, cursor):
-        url = super().encode_cursor(cursor)
-        from urllib.parse import parse_qs, urlparse
-
-        return parse_qs(urlparse(url).query).get(self.cursor_query_param, [None])[0]
-
-    def get_paginated_response(self, data: Any) -> Response:
-        return Response({"results": data, "next": self.get_next_link()})
-
-    def get_paginated_response_schema(self, schema: dict[str, Any]) -> dict[str, Any]:
-        return {
-            "type": "object",
-            "required": ["results", "next"],
-            "properties": {"results": schema, "next": {"type": "string", "nullable": True}},
-        }
 
 
 class ClarificationListView(APIView):
@@ -76,7 +51,12 @@ class ClarificationListView(APIView):
         parameters=[
             OpenApiParameter("state", str, enum=State.values),
             OpenApiParameter("severity", str, enum=Severity.values),
-            OpenApiParameter("cursor", str),
+            OpenApiParameter(
+                "cursor",
+                {"type": "string", "maxLength": CURSOR_MAX_LENGTH},
+                description="The `next` of the previous page, unchanged; any other "
+                "value is `400 INVALID_INPUT`.",
+            ),
             OpenApiParameter("limit", int),
         ],
         responses={200: ClarificationSummarySerializer(many=True)},
@@ -163,10 +143,11 @@ class ClarificationAnswerView(APIView):
     def post(self, request: Request, clarification_id: str) -> Response:
         """Answer a clarification (the outcome matrix of CONTRACT §3.2)."""
         caller: Caller = request.user  # type: ignore[assignment]
-        result = clarification_answer(
+        outcome = clarification_answer(
             caller=answer_caller_for(caller),
             clarification_id=clarification_id,
             answer=answer_input_from(request.data),
             readable_by=caller,
         )
-        return Response(result.body, status=result.status)
+        reply = answer_reply(outcome)
+        return Response(reply.body, status=reply.status)

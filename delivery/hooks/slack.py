@@ -327,7 +327,9 @@ def slack_person(slack_user_id: str, tenant: Tenant | None = None) -> Person | N
     if not slack_user_id:
         return None
     identity = slack_identity(slack_user_id)
-    return identity.person_in(tenant) if tenant is not None else identity.only_person()
+    person = identity.person_in(tenant) if tenant is not None else identity.only_person()
+    # Deprovisioned by the identity provider: asks nothing (as an unmapped user).
+    return person if person is not None and person.deactivated_at is None else None
 
 
 # --- parsing an interaction into a tap ---------------------------------------------------

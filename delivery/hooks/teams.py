@@ -344,7 +344,9 @@ def messages(request: HttpRequest) -> HttpResponse:
             for someone in people:  # each workspace's verified alias binds its own person
                 remember_conversation(someone, activity)
     if settings.ASK_ENABLED:  # ask in chat; off: nothing below changes (hooks/teams_ask.py)
-        asked = teams_ask.handle(person, activity)
+        # A person deprovisioned by the identity provider asks nothing.
+        asker = person if person is not None and person.deactivated_at is None else None
+        asked = teams_ask.handle(asker, activity)
         if asked is not None:
             return asked
     if data is None:

@@ -14,6 +14,14 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
 JSON_PREFIXES = ("/v1/", "/hooks/")
+# SCIM's own error body (RFC 7644 §3.12) on /scim/ (CONTRACT §3.7).
+SCIM_PREFIX = "/scim/"
+SCIM_ERROR = "urn:ietf:params:scim:api:messages:2.0:Error"
+
+
+def _scim_error(status: int, detail: str) -> JsonResponse:
+    body = {"schemas": [SCIM_ERROR], "status": str(status), "detail": detail}
+    return JsonResponse(body, status=status, content_type="application/scim+json")
 
 
 def _wants_json(request: HttpRequest) -> bool:
@@ -21,6 +29,8 @@ def _wants_json(request: HttpRequest) -> bool:
 
 
 def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
+    if request.path_info.startswith(SCIM_PREFIX):
+        return _scim_error(400, "The request was not understood.")
     if _wants_json(request):
         return JsonResponse(
             {"code": "MALFORMED_REQUEST", "detail": "The request was not understood."}, status=400
@@ -29,6 +39,8 @@ def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
 
 
 def permission_denied(request: HttpRequest, exception: Any = None) -> HttpResponse:
+    if request.path_info.startswith(SCIM_PREFIX):
+        return _scim_error(403, "This request is not allowed.")
     if _wants_json(request):
         return JsonResponse(
             {"code": "PERMISSION_DENIED", "detail": "This request is not allowed."}, status=403
@@ -37,12 +49,16 @@ def permission_denied(request: HttpRequest, exception: Any = None) -> HttpRespon
 
 
 def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
+    if request.path_info.startswith(SCIM_PREFIX):
+        return _scim_error(404, "No such resource.")
     if _wants_json(request):
         return JsonResponse({"code": "NOT_FOUND", "detail": "No such resource."}, status=404)
     return defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
+    if request.path_info.startswith(SCIM_PREFIX):
+        return _scim_error(500, "An unexpected error occurred.")
     if _wants_json(request):
         return JsonResponse(
             {"code": "INTERNAL_ERROR", "detail": "An unexpected error occurred."}, status=500

@@ -46,38 +46,42 @@ ANSWER_ENDPOINT = "clarification-answer"
 METHODS = frozenset({"GET", "HEAD", "POST", "PUT", "PATCH", "DELETE", "OPTIONS"})
 DELIVERY_EVENTS = frozenset({"delivered", "skipped", "digested", "delivery_failed", "escalated"})
 
-ANSWER_LATENCY = prometheus_client.Histogram(
+
+def _histogram(name: str, documentation: str, *labels: str) -> prometheus_client.Histogram:
+    return prometheus_client.Histogram(
+        name, documentation, labels, buckets=LATENCY_BUCKETS, registry=PROCESS_REGISTRY
+    )
+
+
+def _counter(name: str, documentation: str, *labels: str) -> prometheus_client.Counter:
+    return prometheus_client.Counter(name, documentation, labels, registry=PROCESS_REGISTRY)
+
+
+ANSWER_LATENCY = _histogram(
     "telha_answer_latency_seconds",
     "POST /v1/clarifications/{id}/answer latency by outcome (bound, partial_confirmation, "
     "attestation, conflict, or the error code of a refusal).",
-    ["outcome"],
-    buckets=LATENCY_BUCKETS,
-    registry=PROCESS_REGISTRY,
+    "outcome",
 )
-HTTP_REQUESTS = prometheus_client.Counter(
+HTTP_REQUESTS = _counter(
     "telha_http_requests",
     "Requests by endpoint (the resolved URL name), method and status.",
-    ["endpoint", "method", "status"],
-    registry=PROCESS_REGISTRY,
+    "endpoint",
+    "method",
+    "status",
 )
-HTTP_LATENCY = prometheus_client.Histogram(
+HTTP_LATENCY = _histogram(
     "telha_http_request_duration_seconds",
     "Request latency by endpoint (the resolved URL name) and method.",
-    ["endpoint", "method"],
-    buckets=LATENCY_BUCKETS,
-    registry=PROCESS_REGISTRY,
+    "endpoint",
+    "method",
 )
-AUDIT_EVENTS = prometheus_client.Counter(
-    "telha_audit_events",
-    "Audit events appended (committed), by type.",
-    ["type"],
-    registry=PROCESS_REGISTRY,
-)
-DELIVERY_EVENT_COUNTS = prometheus_client.Counter(
+AUDIT_EVENTS = _counter("telha_audit_events", "Audit events appended (committed), by type.", "type")
+DELIVERY_EVENT_COUNTS = _counter(
     "telha_delivery_events",
     "Deliveries, skips, digests, failures and escalations (committed), by reason.",
-    ["event", "reason"],
-    registry=PROCESS_REGISTRY,
+    "event",
+    "reason",
 )
 
 request_id_var: contextvars.ContextVar[str] = contextvars.ContextVar("request_id", default="")

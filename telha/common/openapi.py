@@ -36,7 +36,8 @@ ERROR_SCHEMA: dict[str, Any] = {
 
 DESCRIPTIONS = {
     400: "`MALFORMED_REQUEST`: the body is not valid JSON (not UTF-8, nested too deeply, "
-    "U+0000 in a string), or the URL contains U+0000.",
+    "U+0000 in a string), or the URL contains U+0000; `INVALID_INPUT`: a `cursor` this "
+    "API did not issue (malformed, tampered, empty, repeated or over 256 characters).",
     401: "`UNAUTHENTICATED`: no, unknown or revoked key.",
     403: "The key may not perform this operation (e.g. `PERMISSION_DENIED`, "
     "`JOB_KIND_FORBIDDEN`, `RESPONDER_ASSERTION_FORBIDDEN`, `RESPONDER_NOT_AUTHORISED`, "
@@ -50,7 +51,6 @@ DESCRIPTIONS = {
 }
 
 EXTRA: dict[tuple[str, str], set[int]] = {
-    ("GET", "/v1/clarifications"): {404},  # an invalid cursor
     ("POST", "/v1/submissions"): {403},
     ("POST", "/v1/documents"): {403},
     ("POST", "/v1/clarifications/{clarification_id}/answer"): {403, 409},

@@ -1,7 +1,21 @@
+from typing import Any
+
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
+
+
+def _search_index_ensure(using: str = "default", **_: Any) -> None:
+    from django.db import connections
+
+    from .fts import fts_ensure
+
+    fts_ensure(connections[using])
 
 
 class GraphConfig(AppConfig):
     name = "telha.graph"
     label = "graph"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        post_migrate.connect(_search_index_ensure, sender=self, dispatch_uid="graph.fts_ensure")

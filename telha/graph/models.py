@@ -217,7 +217,18 @@ class NodeVersion(models.Model):
                 fields=["tx_from"],
                 condition=models.Q(tx_to__isnull=True),
                 name="nodeversion_current",
-            )
+            ),
+            # Ask in chat's period questions ("what starts / ends in 2031?").
+            models.Index(
+                fields=["valid_from"],
+                condition=models.Q(tx_to__isnull=True),
+                name="nodeversion_current_from",
+            ),
+            models.Index(
+                fields=["valid_to"],
+                condition=models.Q(tx_to__isnull=True),
+                name="nodeversion_current_to",
+            ),
         ]
         ordering = ["node", "seq"]
 

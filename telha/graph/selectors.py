@@ -190,11 +190,10 @@ def versions_visible(
     valid_at: int,
     tx_at: int,
     labels: list[str] | None = None,
-    text: str | None = None,
     current: bool = False,
 ) -> QuerySet[NodeVersion]:
     """Versions of `nodes` visible at (valid_at, tx_at), filtered by labels (all of them,
-    case-insensitively) and a case-insensitive substring.
+    case-insensitively); `telha.graph.search` narrows them by text.
 
     `current`: the current versions (`tx_to IS NULL`, the partial index). Otherwise the
     as-of form, per node: a correlated subquery picks the node's version id with
@@ -217,6 +216,4 @@ def versions_visible(
     )
     for label in labels or []:
         qs = qs.filter(labels__icontains=f'"{label}"')
-    if text:
-        qs = qs.filter(search_text__contains=text.lower())
     return qs.order_by("node_id")

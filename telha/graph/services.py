@@ -20,6 +20,7 @@ from .models import (
     Source,
     SourceGroupObjectPermission,
     SourceUserObjectPermission,
+    SourceVersion,
 )
 
 ACL_KINDS = ("group", "email", "aad")
@@ -33,11 +34,47 @@ def acl_principal_valid(principal: object) -> bool:
     return kind in ACL_KINDS and bool(value.strip()) and len(principal) <= 400
 
 
-def search_text_for(labels: Iterable[str], properties: dict[str, Any]) -> str:
-    """Lower-cased text a substring query matches against."""
-    parts = [*labels]
-    parts += [str(v) for v in properties.values() if isinstance(v, str | int | float)]
+def search_text_for(
+    labels: Iterable[str], properties: dict[str, Any], spans: Iterable[str] = ()
+) -> str:
+    """The lower-cased text a version is found by (`telha.graph.search`, the admin's
+    search box): its property values and the text of its spans. Not its labels, which
+    the callers pass along with the rest of a version: a label such as CONTRACT_TERM
+    would match every question about a "term" (labels are queried as labels). The
+    full-text indexes are derived from it by the database, so whatever rewrites it (the
+    erasure executor included) re-indexes the version."""
+    del labels
+    parts = [str(v) for v in properties.values() if isinstance(v, str | int | float)]
+    parts += [s for s in spans if s]
     return " ".join(parts).lower()
+
+
+def span_texts(source_id: Any, provenance: dict[str, Any]) -> list[str]:
+    """The text of the spans a version cites (`provenance.spans` over the source version
+    at `provenance.sourceVersionTx`); none for a sourceless version."""
+    spans = [s for s in provenance.get("spans") or [] if isinstance(s, dict)]
+    tx = provenance.get("sourceVersionTx")
+    if source_id is None or tx is None or not spans:
+        return []
+    text = (
+        SourceVersion.objects.filter(source_id=source_id, tx=tx)
+        .values_list("text", flat=True)
+        .first()
+    )
+    return cited_text(text or "", spans)
+
+
+def cited_text(text: str, spans: Iterable[Any]) -> list[str]:
+    """The pieces of `text` the spans (`{"start", "end"}` dicts) cite; malformed or
+    out-of-range spans cite nothing."""
+    return [
+        text[s["start"] : s["end"]]
+        for s in spans
+        if isinstance(s, dict)
+        and isinstance(s.get("start"), int)
+        and isinstance(s.get("end"), int)
+        and 0 <= s["start"] < s["end"] <= len(text)
+    ]
 
 
 def source_acl_set(*, source: Source, acl: list[str]) -> None:
@@ -248,11 +285,6 @@ def _edges_move(*, old: Any, new: Any) -> None:
             Edge.objects.filter(pk=edge.pk).update(**ends)
 
 
-def _next_tx(previous: NodeVersion | None) -> int:
-    now = now_us()
-    return max(now, previous.tx_from + 1) if previous is not None else now
-
-
 def node_lock_current(node_id: Any) -> tuple[Node, NodeVersion | None]:
     """Lock a node (inside a transaction) and read its current version, in that order: a
     version read after the lock is the one the next write closes. Returns the locked node
@@ -294,6 +326,8 @@ class VersionWrite:
     provenance: dict[str, Any]
     pending: bool = False
     evidence_class: str = EvidenceClass.SYSTEM_EXTRACTION
+    # The text of the spans `provenance` cites, when the caller has it (else read here).
+    cited: list[str] | None = None
 
 
 def node_versions_write(writes: list[VersionWrite]) -> list[NodeVersion]:
@@ -338,7 +372,11 @@ def _version_row(w: VersionWrite, tx: int) -> NodeVersion:
         seq=(w.current.seq + 1) if w.current is not None else 1,
         labels=list(w.labels),
         properties=dict(w.properties),
-        search_text=search_text_for(w.labels, w.properties),
+        search_text=search_text_for(
+            w.labels,
+            w.properties,
+            w.cited if w.cited is not None else span_texts(w.node.source_id, w.provenance),
+        ),
         valid_from=w.valid_from,
         valid_to=w.valid_to,
         tx_from=tx,

@@ -23,6 +23,7 @@ from telha.common.times import now_us
 from telha.graph.models import Edge, Node, NodeVersion, Source, SourceVersion, Span
 from telha.graph.services import (
     VersionWrite,
+    cited_text,
     node_versions_write,
     person_alias_key,
     person_node_get,
@@ -573,7 +574,10 @@ def _fact_version(
         cur.provenance,
     ):
         return None
-    return VersionWrite(f.graph_node, cur, *new[:5], provenance=provenance, pending=pending)
+    cited = cited_text(d.src["text"], spans)
+    return VersionWrite(
+        f.graph_node, cur, *new[:5], provenance=provenance, pending=pending, cited=cited
+    )
 
 
 def _span_list(data: dict[str, Any], *refs: int | None) -> list[dict[str, int]]:

@@ -76,7 +76,10 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
             .filter(key_hash=hash_key(secret), revoked_at__isnull=True)
             .first()
         )
-        if key is None or (key.person is not None and key.person.erased_at is not None):
+        if key is None or (
+            key.person is not None
+            and (key.person.erased_at is not None or key.person.deactivated_at is not None)
+        ):
             raise exceptions.AuthenticationFailed("Unknown or revoked key.")
         return caller_for_key(key), key
 
@@ -85,10 +88,22 @@ class ApiKeyAuthentication(authentication.BaseAuthentication):
 
 
 class IsTenantCaller(permissions.BasePermission):
-    """Any authenticated key of a tenant."""
+    """Any authenticated key of a tenant, except the identity provider's `scim` token,
+    which may call only `/scim/v2/` (CONTRACT §3)."""
+
+    message = "A `scim` token may call only /scim/v2/."
 
     def has_permission(self, request: Request, view: object) -> bool:
-        return isinstance(request.user, Caller)
+        return isinstance(request.user, Caller) and request.user.audience != Audience.SCIM
+
+
+class IsScimService(permissions.BasePermission):
+    """The tenant's identity provider: a `scim` service token."""
+
+    message = "Only a `scim` service token may call /scim/v2/."
+
+    def has_permission(self, request: Request, view: object) -> bool:
+        return isinstance(request.user, Caller) and request.user.audience == Audience.SCIM
 
 
 class _AudiencePermission(permissions.BasePermission):

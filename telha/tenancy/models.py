@@ -48,6 +48,10 @@ class TenantGroup(models.Model):
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="groups")
     name = models.CharField(max_length=100)
     auth_group = models.OneToOneField(Group, on_delete=models.PROTECT, related_name="tenant_group")
+    # The identity provider's id for the group (SCIM `externalId`), if it sent one.
+    external_id = models.CharField(max_length=300, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, null=True)
+    updated_at = models.DateTimeField(auto_now=True, null=True)
 
     class Meta:
         constraints = [
@@ -80,7 +84,14 @@ class Person(models.Model):
         related_name="person",
     )
     erased_at = models.DateTimeField(null=True, blank=True)
+    # Deprovisioned by the identity provider (SCIM `active: false` or DELETE): keys revoked,
+    # sign-in refused, never asked again; everything they answered is kept as evidence.
+    deactivated_at = models.DateTimeField(null=True, blank=True)
+    # Deleted by the identity provider (SCIM DELETE): deactivated and no longer one of its
+    # resources; re-created (same email) it is this person again.
+    deleted_by_provider = models.BooleanField(default=False)
     created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:
         constraints = [
@@ -134,6 +145,7 @@ class Audience(models.TextChoices):
 
     INGEST = "ingest", "Ingestion worker"
     CLARIFY = "clarify", "Clarify delivery service"
+    SCIM = "scim", "Identity provider (SCIM)"
 
 
 class ApiKey(models.Model):

@@ -138,7 +138,6 @@ def workspace_load(*, data: Any) -> WorkspaceLoadResult:
     errors = _workspace_errors(data)
     if errors:
         raise WorkspaceInvalid("; ".join(errors[:20]), errors=errors)
-    User = get_user_model()
     tenant, _ = Tenant.objects.get_or_create(
         slug=data["tenant"], defaults={"name": data.get("name") or data["tenant"]}
     )
@@ -148,65 +147,141 @@ def workspace_load(*, data: Any) -> WorkspaceLoadResult:
     result = WorkspaceLoadResult(tenant=tenant)
     groups: dict[str, TenantGroup] = {}
     for name in data.get("groups", []):
-        tg = TenantGroup.objects.filter(tenant=tenant, name=name).first()
-        if tg is None:
-            auth_group, _ = Group.objects.get_or_create(name=f"{tenant.slug}:{name}")
-            tg = TenantGroup.objects.create(tenant=tenant, name=name, auth_group=auth_group)
-        groups[name] = tg
+        groups[name] = tenant_group_ensure(tenant=tenant, name=name)
         result.groups.append(name)
     for entry in data.get("people", []):
         email = entry["email"].strip().lower()
-        role = entry.get("role", Rights.VIEWER)
-        person = Person.objects.filter(tenant=tenant, email=email).first()
-        clash = User.objects.filter(username=email).exclude(person__tenant=tenant).first()
-        if clash is not None and (person is None or person.user_id != clash.pk):
-            raise WorkspaceInvalid(f"{email} already belongs to another tenant or user")
-        if person is None:
-            user = User.objects.create(username=email, email=email)
-            person = Person.objects.create(
-                tenant=tenant, name=entry["name"], email=email, role=role, user=user
+        try:
+            person, created = person_upsert(
+                tenant=tenant,
+                email=email,
+                name=entry["name"],
+                role=entry.get("role", Rights.VIEWER),
+                password=entry.get("password") or None,
             )
+            person_groups_set(person=person, groups=[groups[g] for g in entry.get("groups", [])])
+            wanted = {AliasKind.EMAIL.value: email, **entry.get("aliases", {})}
+            person_aliases_set(person=person, aliases=wanted)
+        except IdentityClash as exc:
+            raise WorkspaceInvalid(exc.detail) from exc
+        if created:
             result.created_people += 1
         else:
-            person.name, person.role = entry["name"], role
-            person.save(update_fields=["name", "role"])
-            user = person.user or User.objects.create(username=email, email=email)
-            if person.user is None:
-                person.user = user
-                person.save(update_fields=["user"])
             result.updated_people += 1
-        if entry.get("password"):
-            if not user.check_password(entry["password"]):
-                user.set_password(entry["password"])
-        else:
-            user.set_unusable_password()
-        user.is_staff = role == Rights.STEWARD
-        user.is_active = True
-        user.save()
-        member_of = [groups[g] for g in entry.get("groups", [])]
-        person.groups.set(member_of)
-        user.groups.set([g.auth_group for g in member_of])
-        wanted = {AliasKind.EMAIL.value: email}
-        wanted.update({k: normalise_alias(k, v) for k, v in entry.get("aliases", {}).items()})
-        PersonAlias.objects.filter(person=person).exclude(kind__in=list(wanted)).delete()
-        for kind, value in wanted.items():
-            taken = PersonAlias.objects.filter(tenant=tenant, kind=kind, value=value).exclude(
-                person=person
-            )
-            if taken.exists():
-                raise WorkspaceInvalid(f"alias {kind}:{value} already belongs to another person")
-            PersonAlias.objects.update_or_create(
-                person=person, kind=kind, defaults={"tenant": tenant, "value": value}
-            )
-    # Source ACLs name people and groups that may only now exist (or lost an alias):
-    # re-resolve them, in bulk and in this transaction; likewise PERSON nodes keyed by an
-    # alias. The graph builds on tenancy, hence the import here.
+    tenant_identity_resolve(tenant=tenant)
+    return result
+
+
+class IdentityClash(InvalidInput):
+    """A sign-in name or alias already belongs to someone else."""
+
+    code = "IDENTITY_CLASH"
+
+
+def tenant_group_ensure(*, tenant: Tenant, name: str) -> TenantGroup:
+    """The tenant's group NAME (ACL principal `group:NAME`), created with its Django auth
+    group `<tenant>:<name>` when missing."""
+    tg = TenantGroup.objects.filter(tenant=tenant, name=name).first()
+    if tg is None:
+        auth_group, _ = Group.objects.get_or_create(name=f"{tenant.slug}:{name}")
+        tg = TenantGroup.objects.create(tenant=tenant, name=name, auth_group=auth_group)
+    return tg
+
+
+def person_upsert(
+    *,
+    tenant: Tenant,
+    email: str,
+    name: str,
+    role: str,
+    password: str | None = None,
+    username: str | None = None,
+    person: Person | None = None,
+    keep_password: bool = False,
+) -> tuple[Person, bool]:
+    """Create or update a person (matched by `person`, else by email in the tenant) and
+    their Django user, whose user name is `username` (default: the email). With
+    `password` the user signs in with it; without, sign-in by password is disabled unless
+    `keep_password`. Only stewards are staff. Returns `(person, created)`.
+
+    Refused (`IdentityClash`) when the user name belongs to a user of someone else."""
+    User = get_user_model()
+    username = (username or email).strip().lower()
+    if person is None:
+        person = Person.objects.filter(tenant=tenant, email=email).first()
+    clash = User.objects.filter(username=username)
+    if person is not None and person.user_id is not None:
+        clash = clash.exclude(pk=person.user_id)
+    if clash.exists():
+        raise IdentityClash(f"{username} already belongs to another tenant or user")
+    same_email = Person.objects.filter(tenant=tenant, email=email)
+    if person is not None:
+        same_email = same_email.exclude(pk=person.pk)
+    if same_email.exists():
+        raise IdentityClash(f"{email} already belongs to another person of this tenant")
+    created = person is None
+    if person is None:
+        user = User.objects.create(username=username, email=email)
+        person = Person.objects.create(tenant=tenant, name=name, email=email, role=role, user=user)
+    else:
+        person.name, person.role, person.email = name, role, email
+        person.save(update_fields=["name", "role", "email"])
+        user = person.user or User.objects.create(username=username, email=email)
+        if person.user is None:
+            person.user = user
+            person.save(update_fields=["user"])
+        user.username, user.email = username, email
+    if password:
+        if not user.check_password(password):
+            user.set_password(password)
+    elif not keep_password or created:
+        user.set_unusable_password()
+    user.is_staff = role == Rights.STEWARD
+    user.is_active = person.deactivated_at is None
+    user.save()
+    return person, created
+
+
+def person_groups_set(*, person: Person, groups: list[TenantGroup]) -> None:
+    """The person is a member of exactly these groups of their tenant (and their user of
+    the groups' auth groups, which is what source ACLs grant to)."""
+    person.groups.set(groups)
+    if person.user is not None:
+        person.user.groups.set([g.auth_group for g in groups])
+
+
+def person_aliases_set(
+    *, person: Person, aliases: dict[str, str], managed: list[str] | None = None
+) -> None:
+    """The person holds exactly these aliases among the `managed` kinds (default: every
+    kind): the others of those kinds are removed. Refused (`IdentityClash`) when one is
+    another person's."""
+    wanted = {kind: normalise_alias(kind, value) for kind, value in aliases.items()}
+    kinds = managed if managed is not None else AliasKind.values
+    PersonAlias.objects.filter(person=person, kind__in=kinds).exclude(
+        kind__in=list(wanted)
+    ).delete()
+    for kind, value in wanted.items():
+        taken = PersonAlias.objects.filter(
+            tenant_id=person.tenant_id, kind=kind, value=value
+        ).exclude(person=person)
+        if taken.exists():
+            raise IdentityClash(f"alias {kind}:{value} already belongs to another person")
+        PersonAlias.objects.update_or_create(
+            person=person, kind=kind, defaults={"tenant_id": person.tenant_id, "value": value}
+        )
+
+
+def tenant_identity_resolve(*, tenant: Tenant) -> None:
+    """After people, groups, memberships or aliases changed: re-resolve every source ACL
+    of the tenant (a principal named before its person, alias or group existed is
+    granted, a removed one loses its grant), and adopt PERSON nodes keyed by a now-known
+    alias as that person's node. In the caller's transaction. The graph builds on
+    tenancy, hence the import here."""
     from telha.graph.services import person_nodes_adopt, source_acls_sync
 
     source_acls_sync(tenant=tenant)
-    # A PERSON node stored before its person was known becomes that person's node.
     person_nodes_adopt(tenant=tenant)
-    return result
 
 
 def api_key_create(
@@ -226,7 +301,7 @@ def api_key_create(
     if person is not None and person.tenant_id != tenant.pk:
         raise NotFound("No such person in this tenant.")
     if audience is not None and audience not in Audience.values:
-        raise InvalidInput("audience must be 'ingest' or 'clarify'.")
+        raise InvalidInput("audience must be 'ingest', 'clarify' or 'scim'.")
     if person is None and role is not None:
         raise InvalidInput("--role needs --person.")
     if person is not None:

@@ -75,7 +75,6 @@ def test_bind_handed_a_moved_version_corrects_the_current_one(submit):
             clar,
             interval=C2,
             evidence_class=EvidenceClass.HUMAN_CLARIFICATION,
-            target_locked=True,
             current=stale,
         )
     v1, v2, v3 = versions_of(s.node_id)

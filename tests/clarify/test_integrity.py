@@ -9,7 +9,7 @@ from django.db import IntegrityError, transaction
 
 from clarify import services
 from clarify.models import AuditEvent, Clarification, ClarificationBinding, ResponseRecord
-from clarify.services import EMBED_JOB_KIND, bind, bind_fanout, embed_text
+from clarify.services import EMBED_JOB_KIND, bind, bind_fanout, clarification_lock, embed_text
 from telha.graph.models import (
     Edge,
     EvidenceClass,
@@ -114,7 +114,8 @@ def test_a_second_binding_is_impossible(submit, clients, answer):
 
     clar = Clarification.objects.get(pk=s.clar_id)
     with pytest.raises(IntegrityError), transaction.atomic():
-        bind(clar, interval=C2, evidence_class=EvidenceClass.STEWARD_OVERRIDE)
+        clar, current = clarification_lock(clar.tenant, clar.pk, None)
+        bind(clar, current=current, interval=C2, evidence_class=EvidenceClass.STEWARD_OVERRIDE)
     assert [v.pk for v in versions_of(s.node_id)] == [guess.pk, bound.pk]
     current = NodeVersion.objects.get(node_id=s.node_id, tx_to__isnull=True)
     assert (current.pk, current.valid_from, current.valid_to) == (bound.pk, *C1)

@@ -15,8 +15,10 @@ from typing import Any
 import pytest
 from django.db import OperationalError, connection
 
+from clarify.answering import AnswerCaller, AnswerInput
+from clarify.api.outcomes import answer_reply
 from clarify.models import Clarification, ClarificationBinding, ResponseRecord
-from clarify.services import AnswerCaller, AnswerInput, clarification_answer
+from clarify.services import clarification_answer
 from telha.common.errors import DomainError
 from telha.graph.models import NodeVersion
 
@@ -76,7 +78,8 @@ def _race(tenant, plan):
                 clarification_id=clar_id,
                 answer=AnswerInput(answer_index=index, responder=person.pk, rights="editor"),
             )
-            outcomes[slot] = ("answered", result.status, result.body)
+            reply = answer_reply(result)
+            outcomes[slot] = ("answered", reply.status, reply.body)
         except DomainError as exc:
             outcomes[slot] = ("refused", exc.status_code, exc.code)
         except BaseException:

@@ -276,9 +276,12 @@ def test_the_ask_module_imports_only_read_scoping_and_the_queue_from_clarify() -
         for a in n.names
     }
     assert ("clarify.services", "audit_event_append") in from_clarify
+    # The queue: its job kind, and the one service that enqueues a routing job and wakes
+    # the workers after commit (issue 20: written once, for open, re-ask and ask-now).
     assert {name for module, name in from_clarify if module == "clarify.services"} <= {
         "CLARIFY_JOB_KIND",
         "audit_event_append",
+        "clarification_route",
     }
     assert not {m for m, _ in from_clarify if m and m.startswith(("delivery.actions", "actions"))}
 
@@ -303,6 +306,9 @@ def test_a_reader_gets_the_fact_with_its_validity(world, people) -> None:
     assert top.name == "MSA term"
     assert top.node_id == str(world.msa.target_id)
     assert top.valid == "valid from 1 October 2026 until further notice"
+    # "When does … start?" is answered with the start of validity.
+    assert answer.text.startswith("“MSA term” starts on 1 October 2026 (pending).")
+    answer = answer_question(people["alice"], "MSA term")
     assert answer.text.startswith("“MSA term” is valid from 1 October 2026 until further notice")
 
 
@@ -381,7 +387,12 @@ def test_evidence_carries_its_verdict_and_verification_count(
     answer = answer_question(people["alice"], question)
     [top] = answer.evidence
     assert (top.name, top.verdict, top.confirmations) == (name, verdict, confirmations)
-    assert f"({verdict})" in answer.text
+    # The verdict, and for a confirmed fact who confirmed it: how many, of which kind.
+    who = {1: "1 person", 2: "2 people"}.get(confirmations, "")
+    if verdict == "steward-overridden":
+        who = "1 steward"
+    expected = f"({verdict} by {who})" if confirmations else f"({verdict})"
+    assert expected in answer.text
     card = render(answer)
     assert f"• {name}: " in card and f"— {verdict}" in card
     assert f"Verification: 1 {verdict}" in card

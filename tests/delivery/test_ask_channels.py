@@ -614,7 +614,7 @@ def test_a_teams_message_is_answered_in_the_conversation(
     assert (card["type"], card["version"]) == ("AdaptiveCard", "1.5")
     asked, answered = turns()
     assert card["fallbackText"] == answered.delivered_text == answered.text
-    assert reply.body["summary"].startswith("“MSA term” is valid from 1 October 2026")
+    assert reply.body["summary"].startswith("“MSA term” starts on 1 October 2026")
     [action] = card["actions"]
     assert action["type"] == "Action.Execute" and action["title"] == "Ask Alice Author now?"
     assert action["data"] == {"kind": "ask_now", "clarificationId": str(world.msa.pk)}
@@ -642,25 +642,31 @@ def test_the_teams_answer_card_carries_the_evidence_card(
     ask_on, world, teams_post, teams_stub, teams_alice
 ) -> None:
     """The answer, each cited fact with validity, verdict and count, every pending fact's
-    caveat, the verification counts and an "Open full trace" link per fact."""
-    teams_post(teams_message(teams_stub.service_url, "MSA office lease escrow"))
+    caveat, the verification counts and an "Open full trace" link per fact (a period
+    question: the facts starting then, earliest first)."""
+    teams_post(teams_message(teams_stub.service_url, "What starts in October 2026?"))
     [reply] = connector_posts(teams_stub)
     card = reply.card
     _, answered = turns()
     assert card["fallbackText"] == answered.text
     texts = card_texts(card)
-    assert texts[0].startswith("“")
+    assert texts[0].startswith("4 facts you can read start in October 2026; the first 3 are")
     containers = [b for b in card["body"] if b["type"] == "Container"]
     facts = {
         c["items"][0]["text"]: {f["title"]: f["value"] for f in c["items"][1]["facts"]}
         for c in containers
     }
-    assert {name: (f["Verdict"], f["Confirmations"]) for name, f in facts.items()} == {
-        "MSA term": ("pending", "0"),
-        "Office lease renewal": ("human-confirmed", "1"),
-        "Escrow release date": ("quorum-confirmed", "2"),
+    verdicts = {
+        "MSA term": ("pending", "0", world.msa.target_id),
+        "Vendor NDA period": ("source-derived", "0", world.nda.pk),
+        "Office lease renewal": ("human-confirmed", "1", world.lease.target_id),
+        "Escrow release date": ("quorum-confirmed", "2", world.escrow.target_id),
+        "Warranty expiry": ("steward-overridden", "1", world.warranty.target_id),
     }
-    assert all(f["Valid"].startswith("valid from ") for f in facts.values())
+    assert len(facts) == 3
+    for name, f in facts.items():
+        assert (f["Verdict"], f["Confirmations"]) == verdicts[name][:2]
+        assert f["Valid"].startswith("valid from 1 October 2026")
     links = [
         a["url"]
         for b in _blocks(card)
@@ -668,11 +674,15 @@ def test_the_teams_answer_card_carries_the_evidence_card(
         for a in b["actions"]
         if a["type"] == "Action.OpenUrl" and a["title"] == "Open full trace"
     ]
-    targets = {world.msa.target_id, world.lease.target_id, world.escrow.target_id}
+    targets = {verdicts[name][2] for name in facts}
     assert sorted(links) == sorted(f"{ask_on.PUBLIC_BASE_URL}/inbox/facts/{t}/" for t in targets)
-    assert "Verification: 1 human-confirmed, 1 pending, 1 quorum-confirmed" in texts
+    counts: dict[str, int] = {}
+    for f in facts.values():
+        counts[f["Verdict"]] = counts.get(f["Verdict"], 0) + 1
+    line = ", ".join(f"{n} {v}" for v, n in sorted(counts.items()))
+    assert f"Verification: {line}" in texts
     caveat = f"unresolved clarification (open, no quorum required; id {world.msa.pk})"
-    assert sum(caveat in t for t in texts) == 1  # in the answer or on the fact, once
+    assert sum(caveat in t for t in texts) == (1 if "MSA term" in facts else 0)
 
 
 def test_a_restricted_answer_sends_no_card_to_teams(

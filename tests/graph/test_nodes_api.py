@@ -283,8 +283,9 @@ def test_query_filters_by_all_labels_and_by_text(ingest_client):
     assert ids({"labels": ["CONTRACT_TERM"]}) == {a, b}
     assert ids({"labels": ["CONTRACT_TERM", "RENEWAL"]}) == {a}
     assert ids({"labels": ["RENEW"]}) == set()  # whole labels, not substrings
-    assert ids({"text": "alpha"}) == {a, c}
-    assert ids({"text": "ALPHA", "labels": ["MILESTONE"]}) == {c}
+    assert ids({"text": "alpha"}) == {a}  # words, not substrings: "Alphabet" is another
+    assert ids({"text": "ALPHABETS", "labels": ["MILESTONE"]}) == {c}  # stemmed, any case
+    assert ids({"text": "alphabet", "labels": ["CONTRACT_TERM"]}) == set()
     assert ids({}) == {a, b, c}
 
 

@@ -99,24 +99,6 @@ def _playwright():  # type: ignore[no-untyped-def]
         pytest.skip(f"Playwright is not installed and pip could not install it (ok={ok})")
 
 
-@pytest.fixture(scope="module")
-def browser():
-    executable = _chromium()
-    sync_api = _playwright()
-    # Playwright's sync API keeps an event loop on this thread; the ORM calls made between
-    # its calls (the test's set-up and checks, the database flush) are plain sync code.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_api.sync_playwright() as p:
-            chromium = p.chromium.launch(
-                executable_path=executable, args=CHROMIUM_ARGS, headless=True
-            )
-            try:
-                yield chromium
-            finally:
-                chromium.close()
-
-
 def test_steward_resolves_a_conflicted_clarification_in_the_browser(
     browser, live_server, ingest_client, person_client
 ):

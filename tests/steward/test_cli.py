@@ -204,6 +204,49 @@ def test_clarify_review_binds_a_steward_override(conflicted, people):
     assert "steward_override" in event_types(clar) and "bound" in event_types(clar)
 
 
+def test_clarify_review_and_answer_record_the_override_reason(conflicted, people):
+    """`--reason` on the override path: the binding and an `override_reason` event naming
+    the steward commit together, as in the admin; with an interval it is its source text."""
+    clar = conflicted()
+    out = cli(
+        "clarify", "review", str(clar.pk), "--responder", "sam@acme.test", "--index", "1",
+        "--reason", "Checked with legal", "--json",
+    )  # fmt: skip
+    assert (out["status"], out["outcome"]) == (200, "bound")
+    [why] = [e for e in clar.events.all() if e.type == "override_reason"]
+    assert why.detail == {"by": str(people["sam"].pk), "reason": "Checked with legal"}
+
+    other = conflicted(external_id="contracts/other.docx")
+    out = cli(
+        "clarify", "answer", str(other.pk), "--responder", "sam@acme.test",
+        "--from", "2026-06-12T00:00:00Z", "--steward-override", "--reason", "Signed copy", "--json",
+    )  # fmt: skip
+    assert (out["status"], out["outcome"]) == (200, "bound")
+    assert "override_reason" in event_types(other)
+    last = ResponseRecord.objects.filter(clarification=other).latest("seq")
+    assert (last.answer_custom["validFrom"], last.answer_custom["sourceText"]) == (
+        JUN_2026,
+        "Signed copy",
+    )
+
+
+def test_a_reason_without_an_override_is_bad_usage_and_writes_nothing(conflicted):
+    clar = conflicted()
+    before = snapshot()
+    with pytest.raises(CommandError, match="--reason goes with --steward-override") as refused:
+        cli(
+            "clarify", "answer", str(clar.pk), "--responder", "alice@acme.test", "--index", "1",
+            "--reason", "because",
+        )  # fmt: skip
+    assert refused.value.returncode == 2
+    with pytest.raises(CommandError, match="STEWARD_OVERRIDE_FORBIDDEN"):
+        cli(
+            "clarify", "review", str(clar.pk), "--responder", "alice@acme.test", "--index", "1",
+            "--reason", "because",
+        )  # fmt: skip
+    assert_nothing_written(before)
+
+
 def test_clarify_review_refusals_write_nothing(conflicted, submit, workspace):
     clar = conflicted()
     before = snapshot()

@@ -13,11 +13,13 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 from django.db.models import QuerySet
 
+from clarify.answering import AnswerCaller, AnswerInput
+from clarify.api.outcomes import answer_reply
 from clarify.models import Clarification, Severity, State
 from clarify.reports import clarification_detail, clarification_row, target_names
 from clarify.selectors import needs_steward_attention_q
-from clarify.services import AnswerCaller, AnswerInput, clarification_answer
-from clarify.stewardship import erase_person_attribution
+from clarify.services import clarification_answer
+from clarify.stewardship import clarification_override, erase_person_attribution
 from telha.common.errors import DomainError
 from telha.common.times import TimeParseError, iso, parse_us
 from telha.tenancy.models import Person, Rights, Tenant
@@ -30,6 +32,23 @@ def _tenant(slug: str | None) -> Tenant | None:
     if tenant is None:
         raise CommandError(f"NOT_FOUND: no tenant {slug!r}", returncode=1)
     return tenant
+
+
+def _interval(opts: dict[str, Any]) -> tuple[int | None, int | None] | None:
+    """`--from`/`--to` as µs, or None for `--index` (exactly one of the two is given)."""
+    has_index = opts["index"] is not None
+    has_range = opts["valid_from"] is not None or opts["valid_to"] is not None
+    if has_index == has_range:
+        raise CommandError("give either --index N or --from T [--to T]", returncode=2)
+    if not has_range:
+        return None
+    try:
+        return (
+            parse_us(opts["valid_from"]) if opts["valid_from"] else None,
+            parse_us(opts["valid_to"]) if opts["valid_to"] else None,
+        )
+    except TimeParseError as exc:
+        raise CommandError(f"CLARIFY_UNPARSEABLE_ANSWER: {exc}", returncode=1) from exc
 
 
 def _clarification(raw: str) -> Clarification:
@@ -87,6 +106,12 @@ class Command(BaseCommand):
             p.add_argument("--index", type=int)
             p.add_argument("--from", dest="valid_from")
             p.add_argument("--to", dest="valid_to")
+            p.add_argument(
+                "--reason",
+                default="",
+                help="why the steward overrides (audited as override_reason)"
+                + ("; needs --steward-override" if name == "answer" else ""),
+            )
             p.add_argument("--json", action="store_true")
             if name == "answer":
                 p.add_argument("--steward-override", action="store_true")
@@ -239,43 +264,42 @@ class Command(BaseCommand):
             raise CommandError(
                 "STEWARD_OVERRIDE_FORBIDDEN: review needs a steward responder", returncode=1
             )
-        has_index = opts["index"] is not None
-        has_range = opts["valid_from"] is not None or opts["valid_to"] is not None
-        if has_index == has_range:
-            raise CommandError("give either --index N or --from T [--to T]", returncode=2)
-        custom = None
-        if has_range:
-            try:
-                custom = {
-                    "validFrom": parse_us(opts["valid_from"]) if opts["valid_from"] else None,
-                    "validTo": parse_us(opts["valid_to"]) if opts["valid_to"] else None,
-                }
-            except TimeParseError as exc:
-                raise CommandError(f"CLARIFY_UNPARSEABLE_ANSWER: {exc}", returncode=1) from exc
+        reason = (opts.get("reason") or "").strip()
+        if reason and not override:
+            raise CommandError("--reason goes with --steward-override", returncode=2)
+        if len(reason) > 500:
+            raise CommandError("--reason is at most 500 characters", returncode=2)
+        interval = _interval(opts)
         try:
-            result = clarification_answer(
-                caller=AnswerCaller(
-                    tenant=clar.tenant,
-                    clarify_service=False,
-                    person_id=person.pk,
-                    rights=person.role,
-                    person=person,
-                ),
-                clarification_id=clar.pk,
-                answer=AnswerInput(
+            if override:
+                outcome = clarification_override(
+                    clarification=clar,
+                    steward=person,
                     answer_index=opts["index"],
-                    answer_custom=custom,
-                    steward_override=override,
+                    interval=interval,
+                    reason=reason,
                     channel="cli",
-                ),
-            )
+                    rights=person.role,
+                )
+            else:
+                custom = None
+                if interval is not None:
+                    custom = {"validFrom": interval[0], "validTo": interval[1]}
+                outcome = clarification_answer(
+                    caller=AnswerCaller.of_person(person),
+                    clarification_id=clar.pk,
+                    answer=AnswerInput(
+                        answer_index=opts["index"], answer_custom=custom, channel="cli"
+                    ),
+                )
+            reply = answer_reply(outcome)
         except DomainError as exc:
             raise CommandError(f"{exc.code}: {exc.detail}", returncode=1) from exc
         self.emit(
             opts,
-            {"status": result.status, **result.body},
-            f"{result.body['outcome']}: state {result.body['state']}"
-            + (" (replayed)" if result.replayed else ""),
+            {"status": reply.status, **reply.body},
+            f"{reply.body['outcome']}: state {reply.body['state']}"
+            + (" (replayed)" if outcome.replayed else ""),
         )
 
     def do_answer(self, opts: dict[str, Any]) -> None:

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from clarify.stewardship import gdpr_erase
+from clarify.erasure import person_erase
 from telha.tenancy.models import Person, Tenant
 
 
@@ -14,7 +14,9 @@ class Command(BaseCommand):
         "Erase a person: attribution tombstoned everywhere, job rankings nil'd, delivery "
         "records, aliases, keys, chat identities and history removed, every other mention "
         "of their id, email, aliases or name redacted (source texts, facts, documents and "
-        "their files, jobs, audit details), the person tombstoned."
+        "their files, jobs, audit details), their identifiers in other tenants' audit events "
+        "erased, the person tombstoned; then the database files are purged of the erased "
+        "bytes (SQLite: secure_delete and a WAL checkpoint; PostgreSQL: VACUUM)."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
@@ -31,7 +33,7 @@ class Command(BaseCommand):
         ).first()
         if person is None:
             raise CommandError(f"NOT_FOUND: no person {opts['person']!r}", returncode=1)
-        counts = gdpr_erase(tenant=tenant, person=person, via="cli")
+        counts = person_erase(tenant=tenant, person=person, via="cli")
         if opts["json"]:
             self.stdout.write(json.dumps(counts))
         else:

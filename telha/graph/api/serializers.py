@@ -26,7 +26,14 @@ class QueryInSerializer(StrictSerializer):
         required=False,
         allow_blank=True,
         default="",
-        help_text="a case-insensitive substring of the labels and property values",
+        help_text="words searched for in the facts (labels, property values) and their "
+        "spans: full-text, stemmed, case-insensitive; a record matches every word",
+    )
+    order = serializers.ChoiceField(
+        choices=["relevance", "id"],
+        required=False,
+        help_text="`relevance` (the default with `text`: best match first, ties by node id) "
+        "or `id` (node id order; the default without `text`)",
     )
     validAt = MicrosField(required=False, help_text="valid time (default now)")
     txAt = MicrosField(
@@ -38,7 +45,7 @@ class QueryInSerializer(StrictSerializer):
         required=False,
         default=QUERY_LIMIT_DEFAULT,
         help_text=f"at most this many records (default {QUERY_LIMIT_DEFAULT}, maximum "
-        f"{QUERY_LIMIT_MAX}), ordered by node id; narrow the query to see the rest",
+        f"{QUERY_LIMIT_MAX}), cut after ordering; narrow the query to see the rest",
     )
 
 

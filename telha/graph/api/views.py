@@ -11,6 +11,7 @@ from rest_framework.views import APIView
 from telha.common.errors import NotFound
 from telha.common.times import now_us
 from telha.graph.models import NodeVersion
+from telha.graph.search import versions_search
 from telha.graph.selectors import node_version_visible, readable_nodes, versions_visible
 
 from .records import render_records
@@ -62,7 +63,8 @@ class NodeHistoryView(APIView):
 class QueryView(APIView):
     @extend_schema(request=QueryInSerializer, responses={200: RecordsSerializer}, tags=["facts"])
     def post(self, request: Request) -> Response:
-        """Facts visible at (validAt, txAt) with all the given labels and the text."""
+        """Facts visible at (validAt, txAt) with all the given labels, found by full-text
+        search when `text` is given and ordered by relevance or node id (`order`)."""
         body = QueryInSerializer(data=request.data)
         body.is_valid(raise_exception=True)
         data = body.validated_data
@@ -73,7 +75,11 @@ class QueryView(APIView):
             valid_at=data.get("validAt", now),
             tx_at=tx_at,
             labels=data["labels"],
-            text=data["text"],
             current="txAt" not in data,
         )
-        return Response({"records": render_records(list(versions[: data["limit"]]))})
+        if data["text"].strip():
+            order = data.get("order", "relevance")
+            found = versions_search(versions, data["text"], limit=data["limit"], order=order)
+        else:  # nothing to rank by: node id order, whatever `order` says
+            found = list(versions[: data["limit"]])
+        return Response({"records": render_records(found)})

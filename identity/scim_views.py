@@ -1,0 +1,292 @@
+"""SCIM 2.0 endpoints at /scim/v2/ (CONTRACT §3.7), for the tenant of the calling `scim`
+service token. Another tenant's resources are 404 and never match a filter. Errors are
+SCIM error bodies (`urn:ietf:params:scim:api:messages:2.0:Error`) on these paths."""
+
+from typing import Any, ClassVar
+
+from django.db import IntegrityError
+from django.db.models import Model, QuerySet
+from django.http import Http404
+from pydantic import ValidationError
+from rest_framework import exceptions as drf_exceptions
+from rest_framework.renderers import JSONRenderer
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView, set_rollback
+from scim2_models import (
+    Context,
+    Error,
+    Group,
+    NotImplementedException,
+    PatchOp,
+    ResponseParameters,
+    SCIMException,
+    SearchRequest,
+)
+
+from telha.common.errors import DomainError
+from telha.common.parsers import JSONParser
+from telha.tenancy.auth import ApiKeyAuthentication, Caller, IsScimService
+from telha.tenancy.models import Person, TenantGroup
+
+from . import scim
+from .scim_filters import GROUP_COLUMNS, USER_COLUMNS, Column, FilterToQ
+from .services import group_delete, group_provision, person_provision, person_remove
+
+SCIM_MEDIA_TYPE = "application/scim+json"
+
+
+class ScimRenderer(JSONRenderer):
+    media_type = SCIM_MEDIA_TYPE
+
+
+class ScimParser(JSONParser):
+    media_type = SCIM_MEDIA_TYPE
+
+
+def _error(status: int, detail: str, scim_type: str | None = None) -> Response:
+    body = Error(status=status, detail=detail, scim_type=scim_type).model_dump()
+    return Response(body, status=status, content_type=SCIM_MEDIA_TYPE)
+
+
+_DRF_STATUS = {
+    drf_exceptions.NotAuthenticated: 401,
+    drf_exceptions.AuthenticationFailed: 401,
+}
+
+
+def scim_exception_handler(exc: Exception, context: dict[str, Any]) -> Response | None:
+    """Every refusal on /scim/v2/ as a SCIM error body; the transaction rolls back."""
+    set_rollback()
+    if isinstance(exc, SCIMException):
+        return _error(exc.status, exc.detail, exc.scim_type)
+    if isinstance(exc, ValidationError):
+        err = Error.from_validation_errors(exc)[0]
+        return _error(int(err.status or 400), err.detail or "invalid", err.scim_type)
+    if isinstance(exc, DomainError):
+        status, scim_type = {404: (404, None), 409: (409, "uniqueness")}.get(
+            exc.status_code, (400, "invalidValue")
+        )
+        return _error(status, str(exc.detail), scim_type)
+    if isinstance(exc, Http404):
+        return _error(404, "No such resource.")
+    if isinstance(exc, IntegrityError):  # a concurrent request created the same name first
+        return _error(409, "A resource with this name already exists.", "uniqueness")
+    if isinstance(exc, drf_exceptions.APIException):
+        status = next((s for c, s in _DRF_STATUS.items() if isinstance(exc, c)), exc.status_code)
+        scim_type = "invalidSyntax" if isinstance(exc, drf_exceptions.ParseError) else None
+        response = _error(status, str(exc.detail), scim_type)
+        if status == 401:
+            response["WWW-Authenticate"] = 'Bearer realm="telha"'
+        return response
+    return None
+
+
+class ScimView(APIView):
+    # Not part of the /v1/ OpenAPI document: SCIM describes itself (ServiceProviderConfig,
+    # ResourceTypes, Schemas).
+    schema = None
+    authentication_classes = [ApiKeyAuthentication]
+    permission_classes = [IsScimService]
+    renderer_classes = [ScimRenderer, JSONRenderer]
+    parser_classes = [ScimParser, JSONParser]
+
+    def get_exception_handler(self) -> Any:
+        return scim_exception_handler
+
+    def base(self, request: Request) -> str:
+        return request.build_absolute_uri("/scim/v2").rstrip("/")
+
+    def caller(self, request: Request) -> Caller:
+        assert isinstance(request.user, Caller)
+        return request.user
+
+
+class ServiceProviderConfigView(ScimView):
+    def get(self, request: Request) -> Response:
+        docs = request.build_absolute_uri("/")
+        return Response(scim.service_provider_config(self.base(request), docs))
+
+
+class _Discovery(ScimView):
+    """A fixed list of documents (ResourceTypes, Schemas), each also at /<id>."""
+
+    def documents(self, base: str) -> list[dict[str, Any]]:
+        raise NotImplementedError
+
+    def get(self, request: Request, doc_id: str | None = None) -> Response:
+        docs = self.documents(self.base(request))
+        if doc_id is not None:
+            doc = next((d for d in docs if d["id"] == doc_id), None)
+            if doc is None:
+                raise Http404
+            return Response(doc)
+        return Response(_list_body(docs, len(docs), 1))
+
+
+class RootSearchView(ScimView):
+    """POST /.search across resource types: not offered (501, RFC 7644 §3.4.3)."""
+
+    def post(self, request: Request) -> Response:
+        raise NotImplementedException(detail="Search Users or Groups: POST /Users/.search.")
+
+
+class ResourceTypesView(_Discovery):
+    def documents(self, base: str) -> list[dict[str, Any]]:
+        return scim.resource_types(base)
+
+
+class SchemasView(_Discovery):
+    def documents(self, base: str) -> list[dict[str, Any]]:
+        return scim.schemas(base)
+
+
+def _of(generic: Any, model: Any) -> Any:
+    """`generic[model]` for a model known at run time (ResponseParameters[User], …)."""
+    return generic[model]
+
+
+def _list_body(resources: list[dict[str, Any]], total: int, start: int) -> dict[str, Any]:
+    return {
+        "schemas": [scim.LIST_RESPONSE],
+        "totalResults": total,
+        "startIndex": start,
+        "itemsPerPage": len(resources),
+        "Resources": resources,
+    }
+
+
+class _Resources(ScimView):
+    """Users or Groups of the caller's tenant: list (filter, startIndex, count) and
+    create at the collection; read, replace, PATCH and delete at /<id>."""
+
+    model: ClassVar[Any]
+    columns: ClassVar[dict[str, Column]]
+
+    def queryset(self, request: Request) -> QuerySet[Any]:
+        raise NotImplementedError
+
+    def doc(self, obj: Any, base: str) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def provision(self, request: Request, parsed: Any, obj: Any = None) -> Model:
+        raise NotImplementedError
+
+    def remove(self, obj: Any) -> None:
+        raise NotImplementedError
+
+    def _object(self, request: Request, res_id: str) -> Any:
+        obj = self.queryset(request).filter(FilterToQ(self.columns)._column_id(res_id)).first()
+        if obj is None:
+            raise Http404
+        return obj
+
+    def _params(self, request: Request) -> ResponseParameters[Any]:
+        return _of(ResponseParameters, self.model).model_validate(request.query_params.dict())
+
+    def _render(self, request: Request, obj: Any, status: int = 200) -> Response:
+        body = scim.rendered(self.model, self.doc(obj, self.base(request)), self._params(request))
+        response = Response(body, status=status)
+        response["Location"] = body.get("meta", {}).get("location", "")
+        return response
+
+    def get(self, request: Request, res_id: str | None = None) -> Response:
+        if res_id is not None:
+            return self._render(request, self._object(request, res_id))
+        return self._search(request, request.query_params.dict())
+
+    def _search(self, request: Request, params: dict[str, Any]) -> Response:
+        search = _of(SearchRequest, self.model).model_validate(
+            params, scim_ctx=Context.SEARCH_REQUEST
+        )
+        qs = self.queryset(request)
+        if search.filter is not None:
+            qs = qs.filter(FilterToQ(self.columns).visit(search.filter.ast)).distinct()
+        start = search.start_index or 1
+        count = min(scim.MAX_RESULTS, search.count if search.count is not None else 100)
+        total = qs.count()
+        base = self.base(request)
+        page = list(qs.order_by("created_at", "pk")[start - 1 : start - 1 + count])
+        docs = [scim.rendered(self.model, self.doc(o, base), search) for o in page]
+        return Response(_list_body(docs, total, start))
+
+    def post(self, request: Request, search: bool = False) -> Response:
+        if search:  # POST /.search (RFC 7644 §3.4.3): the query in the body
+            if not isinstance(request.data, dict):
+                raise drf_exceptions.ParseError("A SearchRequest is a JSON object.")
+            return self._search(request, request.data)
+        parsed = self.model.model_validate(
+            request.data, scim_ctx=Context.RESOURCE_CREATION_REQUEST, scim_policy=scim.POLICY
+        )
+        obj = self.provision(request, parsed)
+        return self._render(request, self._reload(request, obj), status=201)
+
+    def put(self, request: Request, res_id: str) -> Response:
+        obj = self._object(request, res_id)
+        parsed = self.model.model_validate(
+            request.data, scim_ctx=Context.RESOURCE_REPLACEMENT_REQUEST, scim_policy=scim.POLICY
+        )
+        return self._render(request, self._reload(request, self.provision(request, parsed, obj)))
+
+    def patch(self, request: Request, res_id: str) -> Response:
+        obj = self._object(request, res_id)
+        patch = _of(PatchOp, self.model).model_validate(
+            request.data, scim_ctx=Context.RESOURCE_PATCH_REQUEST, scim_policy=scim.POLICY
+        )
+        current = self.model.model_validate(
+            self.doc(obj, self.base(request)), scim_ctx=Context.RESOURCE_QUERY_RESPONSE
+        )
+        if patch.patch(current, scim_policy=scim.POLICY):
+            obj = self._reload(request, self.provision(request, current, obj))
+        return self._render(request, obj)
+
+    def delete(self, request: Request, res_id: str) -> Response:
+        self.remove(self._object(request, res_id))
+        return Response(status=204)
+
+    def _reload(self, request: Request, obj: Model) -> Any:
+        return self.queryset(request).get(pk=obj.pk)
+
+
+class UsersView(_Resources):
+    model = scim.ScimUser
+    columns = USER_COLUMNS
+
+    def queryset(self, request: Request) -> QuerySet[Person]:
+        return scim.people_for_scim(
+            Person.objects.filter(
+                tenant=self.caller(request).tenant,
+                erased_at__isnull=True,
+                deleted_by_provider=False,
+            )
+        )
+
+    def doc(self, obj: Any, base: str) -> dict[str, Any]:
+        return scim.user_doc(obj, base)
+
+    def provision(self, request: Request, parsed: Any, obj: Any = None) -> Model:
+        spec = scim.person_spec(parsed)
+        return person_provision(tenant=self.caller(request).tenant, spec=spec, person=obj)
+
+    def remove(self, obj: Any) -> None:
+        person_remove(person=obj)
+
+
+class GroupsView(_Resources):
+    model = Group
+    columns = GROUP_COLUMNS
+
+    def queryset(self, request: Request) -> QuerySet[TenantGroup]:
+        return TenantGroup.objects.filter(tenant=self.caller(request).tenant).select_related(
+            "auth_group"
+        )
+
+    def doc(self, obj: Any, base: str) -> dict[str, Any]:
+        return scim.group_doc(obj, base)
+
+    def provision(self, request: Request, parsed: Any, obj: Any = None) -> Model:
+        spec = scim.group_spec(parsed)
+        return group_provision(tenant=self.caller(request).tenant, spec=spec, group=obj)
+
+    def remove(self, obj: Any) -> None:
+        group_delete(group=obj)

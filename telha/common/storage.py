@@ -1,0 +1,76 @@
+"""Making deleted and overwritten rows unrecoverable from the database's own files.
+
+A database keeps what a `DELETE` or `UPDATE` removed: SQLite leaves it in freed pages,
+in the free space inside pages and in its write-ahead log until those are overwritten;
+PostgreSQL leaves dead tuples in the table until `VACUUM` makes their space reusable. An
+erasure wraps its transaction in `secure_delete()` and calls `storage_reclaim()` for the
+tables it changed:
+
+- SQLite: `PRAGMA secure_delete = ON` for the transaction (SQLite overwrites the content
+  it deletes with zeros, in freed pages and inside pages alike), then, once it has
+  committed, `PRAGMA wal_checkpoint(TRUNCATE)`: every page is written back to the
+  database file and the log is emptied, so neither file holds the old bytes.
+- PostgreSQL: `VACUUM` of each table, once the transaction has committed (it cannot run
+  inside one): the dead tuples are removed and their space marked free. Until then, and in
+  PostgreSQL's WAL, base backups and the free space of data pages until it is reused, the
+  old bytes remain on disk, unreachable by any query.
+"""
+
+import contextlib
+import logging
+from collections.abc import Iterable, Iterator
+
+from django.db import connections, transaction
+
+log = logging.getLogger(__name__)
+
+
+@contextlib.contextmanager
+def secure_delete(using: str = "default") -> Iterator[None]:
+    """On SQLite, `PRAGMA secure_delete = ON` on the connection for the duration (the
+    previous setting is restored); elsewhere nothing. Enter it before the transaction."""
+    connection = connections[using]
+    if connection.vendor != "sqlite":
+        yield
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("PRAGMA secure_delete")
+        previous = int(cursor.fetchone()[0])
+        cursor.execute("PRAGMA secure_delete = ON")
+    try:
+        yield
+    finally:
+        with connection.cursor() as cursor:
+            cursor.execute(f"PRAGMA secure_delete = {previous}")
+
+
+def storage_reclaim(tables: Iterable[str], using: str = "default") -> None:
+    """Once the current transaction commits (now, outside one): SQLite's WAL checkpointed
+    and truncated, or PostgreSQL's `tables` vacuumed. Inside a transaction that never
+    commits for real (a test's), nothing runs."""
+    names = sorted(set(tables))
+    transaction.on_commit(lambda: _reclaim(names, using), using=using)
+
+
+def _reclaim(tables: list[str], using: str) -> None:
+    connection = connections[using]
+    if connection.in_atomic_block:
+        # Still inside an outer transaction (a test's, which never commits): neither a
+        # checkpoint nor VACUUM can see the erasure as committed.
+        log.info("storage reclaim skipped: still inside a transaction")
+        return
+    with connection.cursor() as cursor:
+        if connection.vendor == "sqlite":
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, frames, copied = cursor.fetchone()
+            if busy:
+                log.warning(
+                    "storage reclaim: the WAL checkpoint was blocked by a reader "
+                    "(%s of %s frames copied); the log is emptied at the next checkpoint",
+                    copied,
+                    frames,
+                )
+        elif connection.vendor == "postgresql":
+            quote = connection.ops.quote_name
+            for table in tables:
+                cursor.execute(f"VACUUM {quote(table)}")

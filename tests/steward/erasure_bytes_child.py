@@ -1,0 +1,143 @@
+"""Child process of tests/steward/test_erasure_bytes.py: on a file-backed SQLite database
+(DATABASE_URL), load two tenants, let alice leave her email, name and aliases in facts,
+source text, answers and another tenant's audit, erase her (`telha gdpr_erase`, or with
+`plain` the in-tenant executor alone, as before issue 19) and print, as JSON, which
+needles the database file and its WAL hold before and after.
+
+    python -m tests.steward.erasure_bytes_child {cli|plain}
+"""
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import django
+
+NEEDLES = {
+    "email": "alice@acme.test",
+    "name": "Alice Author",
+    "slackUserId": "U0ALICEBYTES",
+    "teamsUserId": "29:alice-bytes-teams",
+    "aadOid": "9f0c1a2b-0000-4000-8000-0000b17e5a11",
+    # Her name as the SQLite search index holds it (FTS5, porter stem of "Alice").
+    "searchTerm": "alic",
+}
+
+
+def db_files(db: Path) -> list[Path]:
+    return [p for p in (db, Path(f"{db}-wal"), Path(f"{db}-shm")) if p.exists()]
+
+
+def found(db: Path) -> dict[str, list[str]]:
+    """Which needles each file holds (bytes, case-insensitive; UTF-8 and its JSON-escaped
+    form are the same for these ASCII needles)."""
+    out: dict[str, list[str]] = {}
+    for path in db_files(db):
+        data = path.read_bytes().lower()
+        hits = [k for k, v in NEEDLES.items() if v.lower().encode() in data]
+        if hits:
+            out[path.name] = hits
+    return out
+
+
+def _world() -> dict[str, Any]:
+    from rest_framework.test import APIClient
+
+    from telha.tenancy.services import api_key_create, workspace_load
+    from tests.factories import submission_payload
+
+    alice = {
+        "name": NEEDLES["name"],
+        "email": NEEDLES["email"],
+        "role": "editor",
+        "groups": ["legal"],
+        "aliases": {k: NEEDLES[k] for k in ("slackUserId", "teamsUserId", "aadOid")},
+    }
+    bob = {"name": "Bob Builder", "email": "bob@acme.test", "role": "editor", "groups": ["legal"]}
+    acme = workspace_load(
+        data={"tenant": "acme", "name": "Acme", "groups": ["legal"], "people": [alice, bob]}
+    ).tenant
+    gil = {"name": "Gil Globex", "email": "gil@globex.test", "role": "editor", "groups": ["x"]}
+    globex = workspace_load(
+        data={"tenant": "globex", "name": "Globex", "groups": ["x"], "people": [gil]}
+    ).tenant
+    ingest = APIClient()
+    ingest.credentials(
+        HTTP_AUTHORIZATION=f"Bearer {api_key_create(tenant=acme, audience='ingest')[1]}"
+    )
+    payload = submission_payload()
+    payload["source"]["text"] += f" Signed by {NEEDLES['name']} ({NEEDLES['email']})."
+    payload["nodes"][1]["properties"]["slackUserId"] = NEEDLES["slackUserId"]
+    resp = ingest.post("/v1/submissions", payload, format="json")
+    assert resp.status_code == 201, resp.content
+    clar_id = resp.json()["clarifications"][0]["id"]
+    person = acme.people.get(email=NEEDLES["email"])
+    key = api_key_create(tenant=acme, person=person, role="editor")[1]
+    answering = APIClient()
+    answering.credentials(HTTP_AUTHORIZATION=f"Bearer {key}")
+    resp = answering.post(
+        f"/v1/clarifications/{clar_id}/answer",
+        {
+            "answerCustom": {
+                "validFrom": "2026-06-12T00:00:00Z",
+                "validTo": None,
+                "sourceText": f"{NEEDLES['name']} checked the countersigned copy",
+            }
+        },
+        format="json",
+    )
+    assert resp.status_code in (200, 202), resp.content
+    return {"acme": acme, "globex": globex, "person": person}
+
+
+def _tap_elsewhere(globex: Any) -> None:
+    """Her Slack identity taps a card in globex, where nobody holds it: globex's audit."""
+    from clarify.models import AuditEvent
+    from delivery.actions import CardTap, card_tap_process
+    from delivery.identity import ChatIdentity
+
+    identity = ChatIdentity.of_aliases(
+        f"slack:T0GLOBEX:{NEEDLES['slackUserId']}", ("slackUserId", NEEDLES["slackUserId"])
+    )
+    card_tap_process(
+        CardTap(
+            channel="slack",
+            identity=identity,
+            clarification_id="x",
+            nonce="n" * 20,
+            answer_index=0,
+            tenant=globex,
+        )
+    )
+    assert AuditEvent.objects.filter(tenant=globex, detail__icontains=NEEDLES["slackUserId"])
+
+
+def main(mode: str) -> None:
+    django.setup()
+    from django.core.management import call_command
+    from django.db import connection, transaction
+    from django.test.utils import setup_test_environment
+
+    setup_test_environment()  # the test client's host, locmem mail
+    call_command("migrate", verbosity=0)
+    world = _world()
+    _tap_elsewhere(world["globex"])
+    db = Path(connection.settings_dict["NAME"])
+    before = found(db)
+    if mode == "plain":
+        from clarify.stewardship import gdpr_erase
+
+        with transaction.atomic():
+            gdpr_erase(tenant=world["acme"], person=world["person"])
+    else:
+        call_command("gdpr_erase", "--tenant", "acme", "--person", NEEDLES["email"])
+    # Scanned with the connection still open: closing the last connection would checkpoint
+    # the WAL by itself and hide what an erasure leaves in it.
+    print(
+        json.dumps({"before": before, "after": found(db), "files": [p.name for p in db_files(db)]})
+    )
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
