@@ -425,7 +425,11 @@ def node_version_write(
             pending=pending,
             evidence_class=evidence_class,
         )
-        return node_versions_write([write])[0]
+        try:
+            return node_versions_write([write])[0]
+        except CurrentVersionMoved as exc:  # nothing written: raised outside this block
+            moved = exc
+    raise moved
 
 
 def node_update(*, node: Node, **changes: Any) -> NodeVersion:
