@@ -1,24 +1,27 @@
-"""Ingestion throughput and peak memory of `telha ingest` over a folder (issue 7).
+"""Ingestion throughput and peak memory of `telha ingest` over a folder (issues 7, 22).
 
-A folder of generated documents (about 2 KB each, Markdown and plain text, a mix of the
-text rules: signature/countersignature and effective/commencement conflicts, "effective
-next quarter", "within 30 days of signature", "from the start of next month", undated
-agreements, yearless dates and plain notes) is ingested through the `telha ingest` code
-path — `call_command("ingest", FOLDER, "--tenant", "bench", "--json")`, i.e. `iter_files`
-then `ingest_file` per file, with clarify on (clarifications are opened) — at 250 and at
-1,000 documents, each folder new (fresh externalIds, no deduplication):
+A folder of generated documents (about 2 KB each, Markdown and plain text, in four
+quarters: a relative date — "effective next quarter", "within 30 days of signature",
+"from the start of next month" —, signature/countersignature dates, fixed dates, and
+nothing to ask) is ingested through the `telha ingest` code path —
+`call_command("ingest", FOLDER, "--tenant", "bench", "--json")`, i.e. `iter_files` then
+`files_ingest` per batch of files, with clarify on (clarifications are opened) — at 250
+and at 1,500 documents, each folder new (fresh externalIds, no deduplication):
 
-- in a subprocess of its own (bench settings, the bench database): documents per second
-  (wall time around the command) and the process's peak RSS (`ru_maxrss`);
+- in a subprocess of its own (bench settings: production, DEBUG=0; the bench database):
+  documents per second (wall time around the command) and the process's peak RSS
+  (`ru_maxrss`); then the same folder again in a new subprocess — the re-scan, every
+  file unchanged — documents per second and its summary (nothing opened);
 - in this process under `tracemalloc`, after a warm-up ingest of WARM_UP documents (so
   first-use imports and caches are not counted): the peak of Python allocations during
   the command, overall and per quarter of the run (slower, so not used for the rate).
 
 Output goes to /dev/null (a captured StringIO would itself grow with the folder). Target:
-peak memory stays flat as the folder grows — 1,000 vs 250 documents: tracemalloc peak
+≥ 200 documents/s at 1,500 documents and ≥ 1,000 documents/s for the re-scan (issue 22);
+peak memory stays flat as the folder grows — 1,500 vs 250 documents: tracemalloc peak
 within +25 % and RSS within +10 % — and every document ingested without error.
 
-Knobs: BENCH_INGEST_SIZES ("250,1000").
+Knobs: BENCH_INGEST_SIZES ("250,1500").
 """
 
 from __future__ import annotations
@@ -36,7 +39,9 @@ from typing import Any
 
 from bench import _support
 
-SIZES = [int(s) for s in os.environ.get("BENCH_INGEST_SIZES", "250,1000").split(",")]
+SIZES = [int(s) for s in os.environ.get("BENCH_INGEST_SIZES", "250,1500").split(",")]
+RATE_TARGET = 200  # documents/s at the largest size, whole process (issue 22)
+RESCAN_TARGET = 1000  # documents/s re-scanning the same, unchanged folder
 DOC_BYTES = 2048
 TRACEMALLOC_LIMIT = 1.25
 WARM_UP = 20
@@ -46,31 +51,34 @@ FILLER = (
     "The supplier shall perform the services with reasonable skill and care, in "
     "accordance with good industry practice and the service levels in Schedule 2. "
     "Each party shall keep the other's confidential information secret and use it only "
-    "for the purposes of this agreement. Neither party limits its liability for death "
+    "for the purposes agreed between them. Neither party limits its liability for death "
     "or personal injury caused by its negligence, or for fraud. "
 )
 
-BODIES = [
-    # signature vs countersignature → conflicting_dates
-    "This Master Services Agreement no. {n} was signed by Alice Author on 12 June 2026 "
-    "and countersigned by Sam Steward on\n19 June 2026.",
-    # effective vs commencement → conflicting_dates
-    "Agreement {n}. The agreement is effective 1 July 2026; commencement of the services "
-    "is on 3 July 2026.",
-    # relative phrase anchored on the signature → relative_date
-    "Order form {n}. Signed on 2 March 2026. The services are effective next quarter.",
-    "Payment terms {n}: invoices are payable within 30 days of signature. Executed on 1 July 2026.",
-    # relative phrase anchored on the document date → relative_date
-    "---\ntitle: Non-disclosure agreement {n}\nauthor: alice@bench.test\ndate: 2026-03-03\n"
-    "acl: [group:legal]\n---\nThe obligations apply from the start of next month.",
-    # dated-looking, no date → undated (file date)
-    "MEMORANDUM OF UNDERSTANDING {n}\n\nThe parties agree to negotiate a lease of the "
-    "north warehouse in good faith.",
-    # yearless → low_confidence_extraction
-    "Meeting note {n}: the review is on the 12th of June; see alice@bench.test.",
-    # nothing to ask (a dated note, a Q3 results line)
-    "Minutes {n}, 4 May 2026. The Q3 results were strong and nobody objected.",
+# Four quarters of the folder (issue 22): a relative date, signature/countersignature
+# dates, fixed dates, nothing to ask. Within a quarter the bodies take turns.
+QUARTERS: list[list[str]] = [
+    [  # relative phrase → relative_date
+        "Order form {n}. Signed on 2 March 2026. The services are effective next quarter.",
+        "Payment terms {n}: invoices are payable within 30 days of signature. Executed on "
+        "1 July 2026.",
+        "---\ntitle: Non-disclosure agreement {n}\nauthor: alice@bench.test\ndate: 2026-03-03\n"
+        "acl: [group:legal]\n---\nThe obligations apply from the start of next month.",
+    ],
+    [  # signature vs countersignature → conflicting_dates
+        "This Master Services Agreement no. {n} was signed by Alice Author on 12 June 2026 "
+        "and countersigned by Sam Steward on\n19 June 2026.",
+    ],
+    [  # fixed dates: a dated fact, nothing to ask
+        "Agreement {n}. The agreement is effective 1 July 2026.",
+        "Lease {n}. The lease is effective 1 March 2027.",
+    ],
+    [  # nothing to ask
+        "Notes {n}. The parties met and agreed to keep talking.",
+    ],
 ]
+
+BODIES = [body for quarter in QUARTERS for body in quarter]  # bench_formats reads them
 
 
 def generate(folder: Path, count: int, seed: int = 7) -> int:
@@ -79,7 +87,8 @@ def generate(folder: Path, count: int, seed: int = 7) -> int:
     folder.mkdir(parents=True, exist_ok=True)
     total = 0
     for n in range(count):
-        body = BODIES[n % len(BODIES)].format(n=n)
+        bodies = QUARTERS[n % len(QUARTERS)]
+        body = bodies[(n // len(QUARTERS)) % len(bodies)].format(n=n)
         paragraphs = [body]
         while sum(len(p) + 2 for p in paragraphs) < DOC_BYTES:
             words = FILLER.split()
@@ -148,26 +157,27 @@ def _tracemalloc_run(folder: Path, out_path: Path, size: int = 0) -> dict[str, A
 
     import telha.ingest.management.commands.ingest as command
 
-    real = command.ingest_file
+    real = command.files_ingest
     quarter = max(1, size // 4)
     quarters: list[int] = []
     done = 0
 
     def counted(**kwargs: Any) -> Any:
         nonlocal done
-        outcome = real(**kwargs)
-        done += 1
-        if size and done % quarter == 0:
-            quarters.append(tracemalloc.get_traced_memory()[1])
-            tracemalloc.reset_peak()
-        return outcome
+        outcomes = real(**kwargs)
+        for _ in outcomes:
+            done += 1
+            if size and done % quarter == 0:
+                quarters.append(tracemalloc.get_traced_memory()[1])
+                tracemalloc.reset_peak()
+        return outcomes
 
     reset_queries()
     tracemalloc.start()
     try:
         started = time.perf_counter()
         with (
-            mock.patch.object(command, "ingest_file", counted),
+            mock.patch.object(command, "files_ingest", counted),
             open(out_path, "w") as out,
             open(os.devnull, "w") as err,
         ):
@@ -201,6 +211,10 @@ def run() -> dict[str, Any]:
                     entry["seconds"] = round(measured["seconds"], 2)
                     entry["maxrss_mb"] = round(measured["maxrss_kb"] / 1024, 1)
                     entry["mean_document_bytes"] = round(total / size)
+                    rescan_path = root / f"{mode}-{size}-rescan.json"
+                    again = _subprocess_run(folder, rescan_path)
+                    entry["rescan_docs_per_second"] = round(size / again["seconds"], 1)
+                    entry["rescan_summary"] = _summary(rescan_path)
                 else:
                     measured = _tracemalloc_run(folder, out_path, size)
                     entry["tracemalloc_peak_mb"] = round(measured["peak_bytes"] / 2**20, 2)
@@ -224,10 +238,25 @@ def run() -> dict[str, Any]:
         for size, e in figures["runs"].items()
         for m in ("subprocess", "tracemalloc")
     )
-    passed = heap_ratio <= TRACEMALLOC_LIMIT and rss_ratio <= RSS_LIMIT and not errors and complete
+    rescan_clean = all(
+        e["rescan_summary"]["opened"] == 0 and e["rescan_summary"]["files"] == int(size)
+        for size, e in figures["runs"].items()
+    )
+    fast = (
+        large["docs_per_second"] >= RATE_TARGET and large["rescan_docs_per_second"] >= RESCAN_TARGET
+    )
+    passed = (
+        heap_ratio <= TRACEMALLOC_LIMIT
+        and rss_ratio <= RSS_LIMIT
+        and not errors
+        and complete
+        and rescan_clean
+        and fast
+    )
     summary = (
         f"{large['docs_per_second']:.0f} docs/s at {max(SIZES)} docs "
-        f"({small['docs_per_second']:.0f} at {min(SIZES)}); peak heap "
+        f"({small['docs_per_second']:.0f} at {min(SIZES)}); re-scan "
+        f"{large['rescan_docs_per_second']:.0f} docs/s; peak heap "
         f"{small['tracemalloc_peak_mb']:.1f} → {large['tracemalloc_peak_mb']:.1f} MB "
         f"(x{heap_ratio:.2f}), RSS {small['maxrss_mb']:.0f} → {large['maxrss_mb']:.0f} MB "
         f"(x{rss_ratio:.2f})"
@@ -247,11 +276,12 @@ def run() -> dict[str, Any]:
     )
     return _support.result(
         name="ingest",
-        title="telha ingest: documents per second and peak memory, 250 vs 1,000 documents",
+        title="telha ingest: documents per second, re-scan and peak memory, 250 vs 1,500 documents",
         figures=figures,
         target=(
-            f"peak memory flat: {max(SIZES)} vs {min(SIZES)} docs tracemalloc peak "
-            f"≤ x{TRACEMALLOC_LIMIT}, RSS ≤ x{RSS_LIMIT}; no errors"
+            f"≥ {RATE_TARGET} docs/s at {max(SIZES)} docs, re-scan ≥ {RESCAN_TARGET} docs/s "
+            f"with nothing opened; peak memory flat: {max(SIZES)} vs {min(SIZES)} docs "
+            f"tracemalloc peak ≤ x{TRACEMALLOC_LIMIT}, RSS ≤ x{RSS_LIMIT}; no errors"
         ),
         passed=passed,
         summary=summary,

@@ -1,6 +1,7 @@
 """Who to ask, derived from the graph (spec §3.2; architecture page `rank_candidates`)."""
 
 import uuid
+from typing import Any
 
 from django.db.models import Q
 
@@ -22,8 +23,19 @@ def rank_candidates(*, target: Node, max_candidates: int) -> list[uuid.UUID]:
     resolved to a person of the tenant), each kept at their best rank, first-seen order
     inside a rank, stewards and deprovisioned people never included, capped at
     `max_candidates`. One query, whatever the node's degree."""
+    return rank_candidates_many(targets=[target.pk], max_candidates=max_candidates)[target.pk]
+
+
+def rank_candidates_many(
+    *, targets: list[uuid.UUID], max_candidates: int
+) -> dict[uuid.UUID, list[uuid.UUID]]:
+    """`rank_candidates` of several target nodes: `{target id: person ids}`. One query,
+    whatever the number of targets and their degree."""
+    wanted = set(targets)
     rows = (
-        Edge.objects.filter(Q(from_node=target) | Q(to_node=target), type__in=list(_RANK_OF))
+        Edge.objects.filter(
+            Q(from_node__in=wanted) | Q(to_node__in=wanted), type__in=list(_RANK_OF)
+        )
         .order_by("id")
         .values_list(
             "type",
@@ -32,34 +44,27 @@ def rank_candidates(*, target: Node, max_candidates: int) -> list[uuid.UUID]:
             "from_node__person__role",
             "from_node__person__erased_at",
             "from_node__person__deactivated_at",
+            "to_node_id",
             "to_node__person_id",
             "to_node__person__role",
             "to_node__person__erased_at",
             "to_node__person__deactivated_at",
         )
     )
-    best: dict[uuid.UUID, tuple[int, int]] = {}
+    best: dict[uuid.UUID, dict[uuid.UUID, tuple[int, int]]] = {t: {} for t in wanted}
     for order, row in enumerate(rows):
-        (
-            edge_type,
-            from_id,
-            f_person,
-            f_role,
-            f_erased,
-            f_gone,
-            t_person,
-            t_role,
-            t_erased,
-            t_gone,
-        ) = row
-        if from_id == target.pk:
-            person, role, erased, gone = t_person, t_role, t_erased, t_gone
-        else:
-            person, role, erased, gone = f_person, f_role, f_erased, f_gone
-        if person is None or erased is not None or gone is not None or role == Rights.STEWARD:
-            continue
-        key = (_RANK_OF[edge_type], order)
-        if person not in best or key < best[person]:
-            best[person] = key
-    ranked = sorted(best, key=lambda p: best[p])
-    return ranked[: max(0, max_candidates)]
+        edge_type, from_id, to_id = row[0], row[1], row[6]
+        # each end that is a target, with the person at the other end
+        ends: list[tuple[Any, tuple[Any, ...]]] = [(from_id, row[7:11]), (to_id, row[2:6])]
+        for target, (person, role, erased, gone) in ends:
+            if target not in wanted or person is None or erased is not None:
+                continue
+            if gone is not None or role == Rights.STEWARD:
+                continue
+            key = (_RANK_OF[edge_type], order)
+            if person not in best[target] or key < best[target][person]:
+                best[target][person] = key
+    return {
+        target: sorted(found, key=lambda p: found[p])[: max(0, max_candidates)]
+        for target, found in best.items()
+    }

@@ -23,7 +23,7 @@ from telha.graph.access import caller_source_readable_sql, person_reader, rights
 from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.graph.services import CurrentVersionMoved, node_current_version, node_version_write
 from telha.jobs.models import Job
-from telha.jobs.services import job_enqueue, jobs_finish_for_subject
+from telha.jobs.services import JobSpec, job_enqueue, jobs_enqueue, jobs_finish_for_subject
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person, Tenant
 
@@ -43,6 +43,7 @@ from .audit import AuditBuffer, audit_event_append
 from .errors import NoReadPermission, ResponderNotAuthorised
 from .lifecycle import clarification_transition
 from .models import (
+    AuditEvent,
     BindingStatus,
     Clarification,
     ClarificationBinding,
@@ -52,7 +53,7 @@ from .models import (
 )
 from .planning import PlannedAmbiguity
 from .policy import EffectivePolicy, job_priority, quorum_for, severity_for
-from .ranking import rank_candidates
+from .ranking import rank_candidates_many
 
 __all__ = ["AnswerCaller", "AnswerInput", "Outcome", "OutcomeKind", "audit_event_append"]
 
@@ -61,6 +62,18 @@ EMBED_JOB_KIND = "embed:reindex"
 EMBED_TEXT_MAX_BYTES = 8192
 # Called inside the binding transaction (e.g. delivery closes the card nonces).
 BIND_HOOKS: list[Callable[[Clarification], None]] = []
+
+
+@dataclass(frozen=True)
+class ClarificationToOpen:
+    """One clarification for `clarifications_open`."""
+
+    clarification_id: uuid.UUID
+    target: Node
+    planned: PlannedAmbiguity
+    source_version: SourceVersion
+    dedup_key: str
+    extraction_confidence: float
 
 
 def clarification_open(
@@ -74,61 +87,95 @@ def clarification_open(
     extraction_confidence: float,
     policy: EffectivePolicy,
 ) -> Clarification:
-    """Open a clarification for a planned ambiguity (inside the submission's transaction):
-    severity from policy, quorum policy pinned, the ranking from the graph, an `opened`
-    event, and — above `low` — its `clarify:temporal` routing job."""
-    severity = severity_for(policy, planned.kind, planned.severity_hint)
-    quorum_policy, quorum_state = quorum_for(policy, severity)
-    ranking = rank_candidates(target=target, max_candidates=settings.CLARIFY["MAX_CANDIDATES"])
-    clarification = Clarification.objects.create(
-        id=clarification_id,
-        tenant=tenant,
-        target=target,
-        kind=planned.kind,
-        severity=severity,
-        state=State.OPEN,
-        candidates=planned.candidates,
-        asked=[str(p) for p in ranking],
-        quorum_policy=quorum_policy,
-        quorum_state=quorum_state,
-        detector_confidence=planned.detector_confidence,
-        applied_candidate_confidence=planned.applied_candidate_confidence,
-        extraction_confidence=extraction_confidence,
-        source_version=source_version,
-        span_start=planned.span[0] if planned.span else None,
-        span_end=planned.span[1] if planned.span else None,
-        dedup_key=dedup_key,
+    """Open a clarification for a planned ambiguity (`clarifications_open` of one)."""
+    item = ClarificationToOpen(
+        clarification_id, target, planned, source_version, dedup_key, extraction_confidence
     )
-    audit_event_append(
-        tenant=tenant,
-        clarification=clarification,
-        type="opened",
-        detail={
+    return clarifications_open(tenant=tenant, items=[item], policy=policy)[0]
+
+
+def clarifications_open(
+    *, tenant: Tenant, items: list[ClarificationToOpen], policy: EffectivePolicy
+) -> list[Clarification]:
+    """Open clarifications for planned ambiguities (inside the submissions' transaction):
+    severity from policy, quorum policy pinned, the ranking from the graph, an `opened`
+    event each, and — above `low` — a routing job each (`clarification_route`'s). One
+    statement per table whatever the number (ranking, clarifications, events, jobs)."""
+    if not items:
+        return []
+    rankings = rank_candidates_many(
+        targets=[i.target.pk for i in items], max_candidates=settings.CLARIFY["MAX_CANDIDATES"]
+    )
+    clarifications, events = [], []
+    for item in items:
+        planned = item.planned
+        severity = severity_for(policy, planned.kind, planned.severity_hint)
+        quorum_policy, quorum_state = quorum_for(policy, severity)
+        clarification = Clarification(
+            id=item.clarification_id,
+            tenant=tenant,
+            target=item.target,
+            kind=planned.kind,
+            severity=severity,
+            state=State.OPEN,
+            candidates=planned.candidates,
+            asked=[str(p) for p in rankings[item.target.pk]],
+            quorum_policy=quorum_policy,
+            quorum_state=quorum_state,
+            detector_confidence=planned.detector_confidence,
+            applied_candidate_confidence=planned.applied_candidate_confidence,
+            extraction_confidence=item.extraction_confidence,
+            source_version=item.source_version,
+            span_start=planned.span[0] if planned.span else None,
+            span_end=planned.span[1] if planned.span else None,
+            dedup_key=item.dedup_key,
+        )
+        clarifications.append(clarification)
+        detail = {
             "severity": severity,
             "severityHint": planned.severity_hint,
             "ranking": clarification.asked,
             "quorumPolicy": quorum_policy,
-        },
-    )
-    if severity != Severity.LOW:
-        clarification_route(clarification)
-    return clarification
+        }
+        events.append(
+            AuditEvent(
+                tenant=tenant,
+                clarification=clarification,
+                at=now_us(),
+                type="opened",
+                detail=detail,
+            )
+        )
+    Clarification.objects.bulk_create(clarifications)
+    AuditEvent.objects.append(events)
+    clarifications_route([c for c in clarifications if c.severity != Severity.LOW])
+    return clarifications
 
 
 def clarification_route(clar: Clarification) -> Job:
     """Enqueue the clarification's routing job over its `asked` ranking (one attempt per
     candidate, then the steward's) and wake the workers once the transaction commits (a
     rolled-back caller wakes nothing). Opening, re-asking and "Ask now" all route here."""
-    job = job_enqueue(
-        tenant=clar.tenant,
-        kind=CLARIFY_JOB_KIND,
-        payload={"v": 1, "clarificationId": str(clar.pk), "ranking": clar.asked},
-        priority=job_priority(clar.severity),
-        max_attempts=len(clar.asked) + 1,
-        subject=str(clar.pk),
-    )
-    transaction.on_commit(lambda: _kick_jobs(job.kind))
-    return job
+    return clarifications_route([clar])[0]
+
+
+def clarifications_route(clars: list[Clarification]) -> list[Job]:
+    """`clarification_route` of several clarifications: one INSERT, one wake-up."""
+    if not clars:
+        return []
+    specs = [
+        JobSpec(
+            kind=CLARIFY_JOB_KIND,
+            payload={"v": 1, "clarificationId": str(c.pk), "ranking": c.asked},
+            priority=job_priority(c.severity),
+            max_attempts=len(c.asked) + 1,
+            subject=str(c.pk),
+        )
+        for c in clars
+    ]
+    jobs = jobs_enqueue(tenant=clars[0].tenant, specs=specs)
+    transaction.on_commit(lambda: _kick_jobs(CLARIFY_JOB_KIND))
+    return jobs
 
 
 def _kick_jobs(kind: str) -> None:

@@ -1,13 +1,14 @@
 """The append-only write path of the fact store and the source ACL."""
 
 from collections.abc import Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Q, Value
 from django.db.models.functions import Concat, Lower
 
-from telha.common.rows import row_insert, row_update
+from telha.common.rows import row_update, rows_insert
 from telha.common.times import now_us
 from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
 
@@ -86,7 +87,9 @@ def source_acl_set(*, source: Source, acl: list[str]) -> None:
     source_acls_sync(tenant=source.tenant, sources=[source])
 
 
-def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None) -> int:
+def source_acls_sync(
+    *, tenant: Tenant, sources: Iterable[Source] | None = None, fresh: Iterable[Any] = ()
+) -> int:
     """Make the guardian `view_source` rows of `sources` (default: every source of the
     tenant) exactly what their ACL principals resolve to now: people by their `email` and
     `aadOid` aliases, groups by name. Run after anything that changes people, aliases or
@@ -96,8 +99,9 @@ def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None)
     In bulk, whatever the number of sources: a fixed number of queries reads the ACLs,
     resolves every principal at once and reads the existing rows; the missing rows are
     inserted with one `bulk_create` per table and the stale ones removed with one delete
-    per table. Other permissions on sources are left alone. Returns the number of rows
-    inserted or removed (0 when everything was already in place)."""
+    per table. Other permissions on sources are left alone. `fresh`: ids of sources just
+    created in this transaction, known to have no rows (not read). Returns the number of
+    rows inserted or removed (0 when everything was already in place)."""
     from .access import read_access_changed, view_source_permission_id  # (the auth layer)
 
     if sources is None:
@@ -105,7 +109,8 @@ def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None)
         scope: dict[str, Any] = {"content_object__tenant": tenant}
     else:
         acls = {s.pk: s.acl for s in sources}
-        scope = {"content_object_id__in": list(acls)}
+        fresh = set(fresh)
+        scope = {"content_object_id__in": [sid for sid in acls if sid not in fresh]}
     principals = {p for acl in acls.values() for p in acl if acl_principal_valid(p)}
     users, groups = _principals_resolve(tenant=tenant, principals=principals)
     want_users = {(sid, users[p]) for sid, acl in acls.items() for p in acl if p in users}
@@ -118,10 +123,13 @@ def source_acls_sync(*, tenant: Tenant, sources: Iterable[Source] | None = None)
         (SourceGroupObjectPermission, "group_id", want_groups),
     ]
     for model, owner, wanted in tables:
-        rows = model.objects.filter(permission_id=permission, **scope)
-        have: dict[tuple[Any, int], int] = {
-            (sid, oid): pk for pk, sid, oid in rows.values_list("pk", "content_object_id", owner)
-        }
+        have: dict[tuple[Any, int], int] = {}
+        if scope.get("content_object_id__in", True):  # else every source is fresh
+            rows = model.objects.filter(permission_id=permission, **scope)
+            have = {
+                (sid, oid): pk
+                for pk, sid, oid in rows.values_list("pk", "content_object_id", owner)
+            }
         stale = [pk for pair, pk in have.items() if pair not in wanted]
         narrowed |= {pair[0] for pair in have if pair not in wanted}
         missing = [
@@ -281,11 +289,6 @@ def _edges_move(*, old: Any, new: Any) -> None:
             Edge.objects.filter(pk=edge.pk).update(**ends)
 
 
-def _next_tx(previous: NodeVersion | None) -> int:
-    now = now_us()
-    return max(now, previous.tx_from + 1) if previous is not None else now
-
-
 def node_lock_current(node_id: Any) -> tuple[Node, NodeVersion | None]:
     """Lock a node (inside a transaction) and read its current version, in that order: a
     version read after the lock is the one the next write closes. Returns the locked node
@@ -312,6 +315,82 @@ class CurrentVersionMoved(Exception):
     (`node_current_version`), derives the new version from it and writes again."""
 
 
+@dataclass
+class VersionWrite:
+    """One version to append in `node_versions_write`: the node, its current version as
+    read under the node's lock (None before the first), and the new version's fields."""
+
+    node: Node
+    current: NodeVersion | None
+    labels: list[str]
+    properties: dict[str, Any]
+    valid_from: int | None
+    valid_to: int | None
+    confidence: float
+    provenance: dict[str, Any]
+    pending: bool = False
+    evidence_class: str = EvidenceClass.SYSTEM_EXTRACTION
+    # The text of the spans `provenance` cites, when the caller has it (else read here).
+    cited: list[str] | None = None
+
+
+def node_versions_write(writes: list[VersionWrite]) -> list[NodeVersion]:
+    """Append a new version to each of several distinct nodes at one transaction time
+    (strictly after every previous version's): close the current versions in one UPDATE,
+    insert the new ones in one INSERT. Every `current` must have been read while this
+    transaction held its node's lock, or in the statement that took it. If a version is no
+    longer current, `CurrentVersionMoved` is raised: for one version nothing was written
+    and the caller's transaction goes on; for several, others may have been closed, so the
+    enclosing transaction is marked for rollback. Returns the new versions, in order."""
+    if not writes:
+        return []
+    if len({w.node.pk for w in writes}) != len(writes):
+        raise ValueError("node_versions_write: one version per node per call")
+    currents = [w.current for w in writes if w.current is not None]
+    tx = max([now_us(), *(c.tx_from + 1 for c in currents)])
+    with transaction.atomic(savepoint=False):
+        if len(currents) == 1:
+            closed = int(
+                row_update(
+                    NodeVersion(pk=currents[0].pk, tx_to=tx), ["tx_to"], where_null=["tx_to"]
+                )
+            )
+        elif currents:
+            closed = NodeVersion.objects.filter(
+                pk__in=[c.pk for c in currents], tx_to__isnull=True
+            ).update(tx_to=tx)
+            if closed != len(currents):  # some were closed: this transaction must not go on
+                raise CurrentVersionMoved([w.node.pk for w in writes])
+        else:
+            closed = 0
+        if closed == len(currents):
+            versions = [_version_row(w, tx) for w in writes]
+            rows_insert(versions)
+            return versions
+    raise CurrentVersionMoved([w.node.pk for w in writes])
+
+
+def _version_row(w: VersionWrite, tx: int) -> NodeVersion:
+    return NodeVersion(
+        node=w.node,
+        seq=(w.current.seq + 1) if w.current is not None else 1,
+        labels=list(w.labels),
+        properties=dict(w.properties),
+        search_text=search_text_for(
+            w.labels,
+            w.properties,
+            w.cited if w.cited is not None else span_texts(w.node.source_id, w.provenance),
+        ),
+        valid_from=w.valid_from,
+        valid_to=w.valid_to,
+        tx_from=tx,
+        confidence=w.confidence,
+        provenance=w.provenance,
+        pending=w.pending,
+        evidence_class=w.evidence_class,
+    )
+
+
 def node_version_write(
     *,
     node: Node,
@@ -325,47 +404,36 @@ def node_version_write(
     evidence_class: str = EvidenceClass.SYSTEM_EXTRACTION,
     current: Any = _READ,
 ) -> NodeVersion:
-    """Append a new version of `node`: lock the node, close the current version at the new
-    transaction time (strictly after the previous one) and insert the next.
+    """Append a new version of `node` (`node_versions_write` of one): lock the node, close
+    the current version at the new transaction time (strictly after the previous one) and
+    insert the next.
 
     `current`: the node's current version (or None) read while this transaction already
     held the node's lock (`node_lock_current`), or read in the statement that took the
     lock (then it may predate a write the lock waited for: `CurrentVersionMoved`); by
     default the lock is taken and the current version read here."""
     # No savepoint when nested (two round trips per version): every caller lets a failure
-    # propagate, so the enclosing transaction rolls back anyway. CurrentVersionMoved is
-    # raised after the block, which wrote nothing, so the caller's transaction goes on.
+    # propagate, so the enclosing transaction rolls back anyway.
     with transaction.atomic(savepoint=False):
         if current is _READ:
             _, current = node_lock_current(node.pk)
-        tx = _next_tx(current)
-        # Closed only if it is still current: a version read in the statement that waited
-        # for the node's lock comes from before the wait, and the writer that held the
-        # lock may have replaced it.
-        moved = False
-        if current is not None:
-            closing = NodeVersion(pk=current.pk, tx_to=tx)
-            moved = not row_update(closing, ["tx_to"], where_null=["tx_to"])
-        if not moved:
-            return row_insert(
-                NodeVersion(
-                    node=node,
-                    seq=(current.seq + 1) if current is not None else 1,
-                    labels=list(labels),
-                    properties=dict(properties),
-                    search_text=search_text_for(
-                        labels, properties, span_texts(node.source_id, provenance)
-                    ),
-                    valid_from=valid_from,
-                    valid_to=valid_to,
-                    tx_from=tx,
-                    confidence=confidence,
-                    provenance=provenance,
-                    pending=pending,
-                    evidence_class=evidence_class,
-                )
-            )
-    raise CurrentVersionMoved(node.pk)
+        write = VersionWrite(
+            node=node,
+            current=current,
+            labels=labels,
+            properties=properties,
+            valid_from=valid_from,
+            valid_to=valid_to,
+            confidence=confidence,
+            provenance=provenance,
+            pending=pending,
+            evidence_class=evidence_class,
+        )
+        try:
+            return node_versions_write([write])[0]
+        except CurrentVersionMoved as exc:  # nothing written: raised outside this block
+            moved = exc
+    raise moved
 
 
 def node_update(*, node: Node, **changes: Any) -> NodeVersion:

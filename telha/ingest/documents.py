@@ -8,6 +8,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.db import transaction
+from rest_framework.exceptions import ValidationError
+from rest_framework.serializers import as_serializer_error
 
 from telha.common.errors import DomainError, SubmissionInvalid, flatten_errors
 from telha.jobs.services import Lease, job_complete, job_enqueue, job_fail
@@ -17,7 +19,7 @@ from .api.serializers import SubmissionInSerializer
 from .detection.build import FileInput, detect, to_submission
 from .formats import Refused
 from .models import Document
-from .services import submission_apply, submission_plan
+from .services import SubmissionPlan, submission_apply, submission_plan
 
 log = logging.getLogger(__name__)
 INGEST_DOCUMENT_KIND = "ingest:document"
@@ -60,7 +62,16 @@ def people_by_name(tenant: Tenant) -> dict[str, str]:
     return names
 
 
-def ingest_file(
+@dataclass
+class Prepared:
+    """A file detected and planned (or refused: `outcome.error`), not yet applied."""
+
+    outcome: IngestOutcome
+    data: dict[str, Any] | None = None
+    plan: SubmissionPlan | None = None
+
+
+def ingest_prepare(
     *,
     tenant: Tenant,
     file: FileInput,
@@ -70,9 +81,14 @@ def ingest_file(
     restriction: str | None = None,
     title: str | None = None,
     names: dict[str, str] | None = None,
-) -> IngestOutcome:
-    """Detect and apply one file. Refusals (unsupported type, an invalid submission) are
-    reported in the outcome and write nothing."""
+    shape: SubmissionInSerializer | None = None,
+) -> Prepared:
+    """Detect one file and plan its submission (reads nothing but the directory, writes
+    nothing). Refusals (unsupported type, an invalid submission) are in the outcome.
+
+    `shape`: a `SubmissionInSerializer()` to validate with, reused across a run's files
+    (`run_validation` keeps no state; building the serializer's field tree is a third of
+    the cost of validating a small submission)."""
     outcome = IngestOutcome(file=file.name)
     try:
         detection = detect(
@@ -87,24 +103,62 @@ def ingest_file(
             restriction=restriction,
             title=title,
         )
-        shape = SubmissionInSerializer(data=data)
-        if not shape.is_valid():
-            raise SubmissionInvalid(flatten_errors(shape.errors))
-        result = submission_apply(tenant=tenant, plan=submission_plan(shape.validated_data))
+        try:
+            valid = (shape or SubmissionInSerializer()).run_validation(data)
+        except ValidationError as exc:
+            raise SubmissionInvalid(flatten_errors(as_serializer_error(exc))) from None
+        plan = submission_plan(valid)
     except Refused as exc:
         outcome.error = str(exc)
-        return outcome
+        return Prepared(outcome)
     except DomainError as exc:
         outcome.error = f"{exc.code}: {exc.detail}"
-        return outcome
+        return Prepared(outcome)
     outcome.facts = sum(1 for n in data["nodes"] if "PERSON" not in n["labels"])
     outcome.ambiguities.update(a["kind"] for a in data["ambiguities"])
+    return Prepared(outcome, data, plan)
+
+
+def _counted(outcome: IngestOutcome, result: dict[str, Any]) -> IngestOutcome:
     for clar in result["clarifications"]:
         if clar["deduplicated"]:
             outcome.deduplicated += 1
         else:
             outcome.opened += 1
     return outcome
+
+
+def ingest_file(
+    *,
+    tenant: Tenant,
+    file: FileInput,
+    system: str = "files",
+    clarify: bool = True,
+    acl: list[str] | None = None,
+    restriction: str | None = None,
+    title: str | None = None,
+    names: dict[str, str] | None = None,
+) -> IngestOutcome:
+    """Detect and apply one file. Refusals (unsupported type, an invalid submission) are
+    reported in the outcome and write nothing."""
+    prepared = ingest_prepare(
+        tenant=tenant,
+        file=file,
+        system=system,
+        clarify=clarify,
+        acl=acl,
+        restriction=restriction,
+        title=title,
+        names=names,
+    )
+    if prepared.plan is None:
+        return prepared.outcome
+    try:
+        result = submission_apply(tenant=tenant, plan=prepared.plan)
+    except DomainError as exc:
+        prepared.outcome.error = f"{exc.code}: {exc.detail}"
+        return prepared.outcome
+    return _counted(prepared.outcome, result)
 
 
 @transaction.atomic

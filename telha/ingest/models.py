@@ -28,3 +28,21 @@ class Document(models.Model):
 
     def __str__(self) -> str:
         return self.filename
+
+
+class IngestedFile(models.Model):
+    """What `telha ingest` last applied for a source: the fingerprint of its input (the
+    file's bytes and date, the options and the people directory detection read) and the
+    source version it produced. A re-scan whose fingerprint matches, while that version
+    is still the source's latest, is recognised before any detection or write."""
+
+    source = models.OneToOneField(
+        "graph.Source", on_delete=models.CASCADE, related_name="ingested_file"
+    )
+    source_version = models.ForeignKey("graph.SourceVersion", on_delete=models.CASCADE)
+    fingerprint = models.CharField(max_length=64)
+    # What the file's outcome said: {"facts", "ambiguities": {kind: n}, "clarifications"}
+    summary = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"{self.source_id} @ {self.fingerprint[:12]}"

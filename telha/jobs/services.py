@@ -47,6 +47,17 @@ class LeaseLost(Conflict):
     default_detail = "The lease is no longer held with this token; nothing was changed."
 
 
+@dataclass(frozen=True)
+class JobSpec:
+    """A job to enqueue (`jobs_enqueue`)."""
+
+    kind: str
+    payload: dict[str, Any]
+    priority: int = 2
+    max_attempts: int | None = None
+    subject: str = ""
+
+
 def job_enqueue(
     *,
     tenant: Tenant,
@@ -58,26 +69,42 @@ def job_enqueue(
 ) -> Job:
     """Add a pending job, ready now. Call inside the transaction that makes it necessary
     (the row commits with it); wake workers with `transaction.on_commit(dispatch.kick)`."""
-    audience, sep, _ = kind.partition(":")
-    if not sep or not audience:
-        raise ValueError(f"job kind must look like 'audience:name', got {kind!r}")
-    if audience == "ingest":
-        # Capability flag (spec §6): core wins over any worker-supplied value.
-        options = dict(payload.get("options") or {})
-        options["clarify"] = bool(settings.CLARIFY["ENABLED"])
-        payload = {**payload, "options": options}
-    return Job.objects.create(
-        tenant=tenant,
-        kind=kind,
-        audience=audience,
-        priority=priority,
-        payload=payload,
-        max_attempts=max_attempts or policy_for_kind(kind).max_attempts,
-        subject=subject,
-        run_after=Now(),
-        # The request that made the job necessary: restored around its handler.
-        request_id=current_request_id(),
-    )
+    spec = JobSpec(kind, payload, priority, max_attempts, subject)
+    return jobs_enqueue(tenant=tenant, specs=[spec])[0]
+
+
+def jobs_enqueue(*, tenant: Tenant, specs: list[JobSpec]) -> list[Job]:
+    """`job_enqueue` of several jobs in one INSERT (same checks, same rows)."""
+    jobs = []
+    for spec in specs:
+        audience, sep, _ = spec.kind.partition(":")
+        if not sep or not audience:
+            raise ValueError(f"job kind must look like 'audience:name', got {spec.kind!r}")
+        payload = spec.payload
+        if audience == "ingest":
+            # Capability flag (spec §6): core wins over any worker-supplied value.
+            options = dict(payload.get("options") or {})
+            options["clarify"] = bool(settings.CLARIFY["ENABLED"])
+            payload = {**payload, "options": options}
+        jobs.append(
+            Job(
+                tenant=tenant,
+                kind=spec.kind,
+                audience=audience,
+                priority=spec.priority,
+                payload=payload,
+                max_attempts=spec.max_attempts or policy_for_kind(spec.kind).max_attempts,
+                subject=spec.subject,
+                run_after=Now(),
+                # The request that made the job necessary: restored around its handler.
+                request_id=current_request_id(),
+            )
+        )
+    if len(jobs) == 1:
+        jobs[0].save(force_insert=True)
+    elif jobs:
+        Job.objects.bulk_create(jobs)
+    return jobs
 
 
 def check_kinds(*, audience: str | None, kinds: list[str]) -> None:

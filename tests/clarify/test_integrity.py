@@ -65,9 +65,10 @@ def _fail_on_call(real: Any, n: int) -> Any:
 @pytest.mark.parametrize(
     "where",
     [
-        "rank_candidates",  # ranking, before the clarification row exists
-        "audit_event_append",  # the `opened` event, after the clarification row
-        "job_enqueue",  # the routing job, after the row and its event
+        # the submission's clarifications are opened together (clarifications_open)
+        "rank_candidates_many",  # ranking, before the clarification rows exist
+        "AuditEvent.objects.append",  # the `opened` events, after the clarification rows
+        "jobs_enqueue",  # the routing jobs, after the rows and their events
     ],
 )
 def test_a_clarify_failure_rolls_back_the_whole_submission(
@@ -76,7 +77,11 @@ def test_a_clarify_failure_rolls_back_the_whole_submission(
     """(spec §5) Clarifications open in the submission's transaction: a failure while
     opening the second one undoes the source, its version, spans, nodes, edges, ACL grants,
     the first clarification, its event and its routing job."""
-    monkeypatch.setattr(services, where, _fail_on_call(getattr(services, where), 2))
+    *owner_path, name = where.split(".")
+    owner: Any = services
+    for part in owner_path:
+        owner = getattr(owner, part)
+    monkeypatch.setattr(owner, name, _fail_on_call(getattr(owner, name), 1))
     before = _rows()
 
     with (

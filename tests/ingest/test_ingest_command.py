@@ -5,6 +5,7 @@ and tenants (exit codes), `--acl`, and the capability flag."""
 import io
 import json
 import os
+import re
 from datetime import UTC, datetime
 
 import pytest
@@ -102,7 +103,7 @@ def table(out: str) -> dict[str, str]:
     return rows
 
 
-def test_a_folder_summary_table_and_progress_bar(workspace, docs):
+def test_a_folder_summary_table_and_no_progress_bar_when_stdout_is_not_a_terminal(workspace, docs):
     out, err = ingest(str(docs))
     assert table(out) == {
         "files": "6",
@@ -114,10 +115,7 @@ def test_a_folder_summary_table_and_progress_bar(workspace, docs):
         "deduplicated": "0",
         "errors": "0",
     }
-    # The progress bar (stderr) counts every supported file and ends full.
-    assert err.count("\r[") == 6
-    assert "6/6" in err and "[" + "#" * 30 + "]" in err
-    assert err.endswith("\n")
+    assert err == ""  # stdout is not a terminal: no progress bar
     # What the table says was written.
     assert Clarification.objects.count() == 6
     assert sorted(Clarification.objects.values_list("kind", flat=True)) == sorted(
@@ -161,8 +159,32 @@ def test_json_output(workspace, docs):
     assert sum(r["opened"] for r in data["results"]) == data["opened"]
 
 
-def test_json_has_no_progress_bar(workspace, docs):
-    out, err = ingest(str(docs), "--json")
+class Terminal(io.StringIO):
+    """A stdout that says it is a terminal."""
+
+    def isatty(self) -> bool:
+        return True
+
+
+def ingest_on_a_terminal(*args: str) -> tuple[str, str]:
+    out, err = Terminal(), io.StringIO()
+    call_command("ingest", *args, "--tenant", "acme", stdout=out, stderr=err)
+    return out.getvalue(), err.getvalue()
+
+
+def test_on_a_terminal_a_progress_bar_counts_files_rate_clarifications_and_errors(workspace, docs):
+    (docs / "broken.pdf").write_bytes(b"%PDF-1.4 not really")
+    out, err = ingest_on_a_terminal(str(docs))
+    plain = re.sub(r"\x1b\[[0-9;?]*[a-zA-Z]", "", err)
+    assert "7/7 files" in plain
+    assert "docs/s" in plain
+    assert "6 clarifications opened" in plain
+    assert "1 errors" in plain
+    assert table(out)["files"] == "7"  # the summary table still goes to stdout
+
+
+def test_json_has_no_progress_bar_even_on_a_terminal(workspace, docs):
+    out, err = ingest_on_a_terminal(str(docs), "--json")
     assert err == ""
     json.loads(out)
 
@@ -327,6 +349,7 @@ def test_reference_cycles_are_collected_as_the_command_goes(workspace, docs, mon
     import telha.ingest.management.commands.ingest as command
 
     monkeypatch.setattr(command, "GC_EVERY", 2)
+    monkeypatch.setattr(command, "BATCH", 2)
     calls = []
     monkeypatch.setattr(command.gc, "collect", lambda *a: calls.append(a) or 0)
     ingest_json(str(docs))  # 6 files

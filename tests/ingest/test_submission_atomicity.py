@@ -5,7 +5,7 @@ node, node version, edge, clarification, audit event or job behind."""
 import pytest
 
 import clarify.services
-import telha.ingest.services
+import telha.ingest.batch
 from telha.graph.models import Edge, Source
 
 from ..factories import submission_payload, written_counts
@@ -49,17 +49,31 @@ def fail_on_call(monkeypatch, target: object, name: str, *, call: int = 1) -> di
 
 
 FAULTS = {
-    # the fact node's version, after the source, its version, spans and grants
-    "fact node version": lambda mp: fail_on_call(mp, telha.ingest.services, "node_version_write"),
-    # resolving the PERSON node, after the fact node and its version were written
-    "person node resolution": lambda mp: fail_on_call(mp, telha.ingest.services, "person_node_get"),
-    "edge creation": lambda mp: fail_on_call(mp, Edge.objects, "get_or_create"),
-    "clarification opening": lambda mp: fail_on_call(
-        mp, telha.ingest.services, "clarification_open"
-    ),
-    # inside clarification_open: the clarification and its audit event exist by then
-    "routing job enqueue": lambda mp: fail_on_call(mp, clarify.services, "job_enqueue"),
+    # the fact node's version (one batch of versions), after the source, its version,
+    # spans, grants and nodes
+    "fact node version": lambda mp: fail_on_fact_versions(mp),
+    # resolving the PERSON node, after the source, its version, spans and grants
+    "person node resolution": lambda mp: fail_on_call(mp, telha.ingest.batch, "_known_people"),
+    "edge creation": lambda mp: fail_on_call(mp, Edge.objects, "bulk_create"),
+    "clarification opening": lambda mp: fail_on_call(mp, telha.ingest.batch, "clarifications_open"),
+    # inside clarifications_open: the clarification and its audit event exist by then
+    "routing job enqueue": lambda mp: fail_on_call(mp, clarify.services, "jobs_enqueue"),
 }
+
+
+def fail_on_fact_versions(monkeypatch) -> dict[str, bool]:
+    """Make the batch's node_versions_write raise `Fault` on the call writing a fact."""
+    original = telha.ingest.batch.node_versions_write
+    state = {"fired": False}
+
+    def wrapper(writes):
+        if any("PERSON" not in w.labels for w in writes):
+            state["fired"] = True
+            raise Fault("node_versions_write failed")
+        return original(writes)
+
+    monkeypatch.setattr(telha.ingest.batch, "node_versions_write", wrapper)
+    return state
 
 
 def test_control_the_submission_writes_every_kind_of_row(ingest_client):
