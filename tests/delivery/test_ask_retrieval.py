@@ -12,8 +12,10 @@ from delivery.ask import answer_question, respond
 from delivery.models import ChatTurn
 from delivery.provenance import RESTRICTED_TEASER
 from delivery.questions import END, START, question_parse
+from delivery.retrieval import NEAR_BEST
 from telha.common.times import to_us
 from telha.graph.models import Node, NodeVersion, Source
+from telha.graph.search import ranked
 from telha.graph.services import search_text_for, source_acl_set
 
 from .conftest_ask import source_derived_submission
@@ -174,3 +176,37 @@ def test_next_year_is_the_calendar_year_after_now():
     parsed = question_parse("When does the lease start and end?", now_us=NOW)
     assert parsed.edge is None and parsed.terms == ("lease",)
     assert question_parse("on 31 February 2031", now_us=NOW).period is None
+
+
+def test_a_readable_fact_tied_with_a_restricted_one_is_the_answer(ingest_client, people):
+    # Both facts of a pair match every word equally: the tie is broken by node id (random
+    # uuids), so six pairs would pass by chance once in 64 runs if the tie decided.
+    for n in range(6):
+        fact(ingest_client, f"k{n}", f"Kestrel{n} lease term", start=us(2031, 1, n + 1))
+        fact(ingest_client, f"k{n}r", f"Kestrel{n} lease term", restriction="privileged")
+    for n in range(6):
+        delivered, answer = respond(
+            person=people["alice"],
+            question=f"When does the Kestrel{n} lease term start?",
+            channel="slack",
+        )
+        assert delivered != RESTRICTED_TEASER
+        assert delivered.startswith(f"“Kestrel{n} lease term” starts on {n + 1} January 2031")
+        assert [e.restriction for e in answer.evidence] == [None]
+
+
+def test_a_readable_fact_nearly_as_relevant_as_a_restricted_one_is_the_answer(
+    ingest_client, people
+):
+    readable = fact(ingest_client, "o", "Osprey lease term renewal", start=us(2032, 5, 1))
+    fact(ingest_client, "or", "Osprey lease term", restriction="privileged")
+    versions = NodeVersion.objects.filter(tx_to__isnull=True)
+    hits = ranked(versions, ["osprey", "lease", "term"], any_term=False, limit=5)
+    best, second = hits[0][1], hits[1][1]
+    assert NodeVersion.objects.get(pk=hits[0][0]).node.source.restriction  # restricted best
+    assert NEAR_BEST * best <= second < best  # the readable one: nearly as relevant
+    delivered, answer = respond(
+        person=people["alice"], question="When does the Osprey lease term start?", channel="slack"
+    )
+    assert delivered != RESTRICTED_TEASER
+    assert [e.node_id for e in answer.evidence] == [readable]
