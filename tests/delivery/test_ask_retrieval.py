@@ -210,3 +210,29 @@ def test_a_readable_fact_nearly_as_relevant_as_a_restricted_one_is_the_answer(
     )
     assert delivered != RESTRICTED_TEASER
     assert [e.node_id for e in answer.evidence] == [readable]
+
+
+def test_a_year_naming_a_fact_is_a_word_not_a_period(leases, people, ingest_client):
+    fact(ingest_client, "main", "2031 Main Street lease", start=us(2026, 4, 1))
+    parsed = question_parse("When does the 2031 Main Street lease start?", now_us=NOW)
+    assert parsed.period is None and parsed.terms == ("2031", "main", "street", "lease")
+    text = answer_question(people["alice"], "When does the 2031 Main Street lease start?").text
+    assert text.startswith("“2031 Main Street lease” starts on 1 April 2026"), text
+
+
+@pytest.mark.parametrize(
+    ("question", "names", "said"),
+    [
+        ("Which leases start during 2031?", ["Zephyr lease term"], "in 2031"),
+        ("What ends by 2031?", ["Harbour office lease"], "by the end of 2031"),
+        ("What starts before 2028?", ["Harbour office lease"], "before 2028"),
+        ("What starts after 2030?", ["Zephyr lease term"], "after 2030"),
+        ("What ends after 2031?", [], "after 2031"),
+    ],
+)
+def test_a_year_after_a_preposition_of_time_is_a_period(leases, people, question, names, said):
+    parsed = question_parse(question, now_us=NOW)
+    assert parsed.period is not None and parsed.period_text == said
+    answer = answer_question(people["alice"], question)
+    assert [e.name for e in answer.evidence] == names
+    assert said in answer.text
