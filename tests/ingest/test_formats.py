@@ -177,12 +177,37 @@ def test_html_visible_body_text_and_title():
     )
     got = extract(page, "travel.html")
     assert got.title == "Travel policy"
-    assert got.text == "Travel policy\nThis policy is effective next quarter.\nIntranet"
+    assert got.text == "Travel policy\nThis policy is effective next quarter."  # no footer
     assert got.metadata.authors == ["Olga Owner"]
     assert got.metadata.created == datetime(2026, 3, 2)
     [finding] = detect_bytes("travel.htm", page).findings
     assert finding.kind == "relative_date"
     assert finding.candidates[0].valid_from == date(2026, 4, 1)
+
+
+def test_html_drops_hidden_elements_and_site_chrome():
+    page = html_file(
+        title="Leave policy",
+        body=(
+            "<header><a href='/'>Intranet</a> effective next quarter banner</header>"
+            "<aside>Related: signed 1 January 2020</aside>"
+            "<div aria-hidden='true'>expires 31 December 2020</div>"
+            "<div aria-hidden='false'>Kept: visible to screen readers.</div>"
+            "<p style='color: grey; display : none'>effective 1 March 2019</p>"
+            "<span style='VISIBILITY:hidden'>valid from 2 May 2018</span>"
+            "<p style='display: block'>Styled but shown.</p>"
+            "<article><header><h1>Leave policy</h1><p>Published 2 March 2026</p></header>"
+            "<p>This policy is effective from 1 April 2026.</p>"
+            "<footer>Owner: Olga Owner</footer></article>"
+            "<footer>© Acme intranet — effective immediately</footer>"
+        ),
+    )
+    got = extract(page, "leave.html")
+    assert got.text == (
+        "Kept: visible to screen readers.\nStyled but shown.\nLeave policy\n"
+        "Published 2 March 2026\nThis policy is effective from 1 April 2026.\n"
+        "Owner: Olga Owner"
+    )
 
 
 # --- Outlook .msg -------------------------------------------------------------------------
