@@ -80,10 +80,39 @@ def test_ocr_hands_each_page_image_to_tesseract(monkeypatch):
     """The OCR path without Tesseract installed: the page's image reaches the program."""
     seen = []
     monkeypatch.setattr(ocr.shutil, "which", lambda name: "/usr/bin/tesseract")
-    monkeypatch.setattr(ocr, "ocr_image", lambda png: seen.append(png[:8]) or "Signed 1 May 2026")
+    monkeypatch.setattr(
+        ocr, "ocr_image", lambda png, timeout: seen.append(png[:8]) or "Signed 1 May 2026"
+    )
     got = extract(scanned_pdf(), "scan.pdf")
     assert seen == [b"\x89PNG\r\n\x1a\n"]
     assert got.ocr and got.text == "Signed 1 May 2026"
+
+
+@pytest.mark.parametrize(("budget", "images_read"), [(0, 0), (5, 1)])
+def test_ocr_over_its_budget_per_document_reads_as_no_text(
+    monkeypatch, caplog, budget, images_read
+):
+    """The document's OCR budget (`ocr_total_seconds`): none (0: no image is read) or
+    5 s with an image that takes 10 s (the clock is the test's) — the scan is read as
+    having no text found, `undated` with the detector's confidence, and the log says why."""
+    clock = [1000.0]
+    seen: list[float] = []
+
+    def slow_tesseract(png: bytes, timeout: float) -> str:
+        seen.append(timeout)
+        clock[0] += 10
+        return "Signed 1 May 2026"
+
+    monkeypatch.setattr(ocr.shutil, "which", lambda name: "/usr/bin/tesseract")
+    monkeypatch.setattr(ocr, "_clock", lambda: clock[0])
+    monkeypatch.setattr(ocr, "ocr_image", slow_tesseract)
+    monkeypatch.setattr(ocr, "LIMITS", ocr.LIMITS.__class__(ocr_total_seconds=budget))
+    got = extract(scanned_pdf(), "scan.pdf")
+    assert len(seen) == images_read and all(t <= budget for t in seen)
+    assert got.scanned and not got.ocr and got.text == ""
+    assert "OCR stopped: over the budget of" in caplog.text
+    [finding] = detect_bytes("scan.pdf", scanned_pdf()).findings
+    assert (finding.kind, finding.detector_confidence) == ("undated", 0.8)
 
 
 # --- DOCX ---------------------------------------------------------------------------------
