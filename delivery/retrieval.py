@@ -38,6 +38,14 @@ class Found:
     more: bool = False
 
 
+# The versions `restricted` is false for, as a query.
+UNRESTRICTED = (
+    Q(node__source__isnull=True)
+    | Q(node__source__restriction__isnull=True)
+    | Q(node__source__restriction="")
+)
+
+
 def restricted(v: NodeVersion) -> bool:
     source = v.node.source
     return source is not None and bool(source.restriction)
@@ -128,9 +136,10 @@ def _listed(versions: QuerySet[NodeVersion], question: Question) -> Found:
             return Found(listed=True)
         versions = matching(versions, spelled)
     ordered = versions.select_related("node__source").order_by(*_date_order(question))
-    found = list(ordered[: MAX_LISTED + 1])
-    unrestricted = [v for v in found[:MAX_LISTED] if not restricted(v)]
-    kept = unrestricted or found[:MAX_LISTED]
+    # The count is of the facts listed: the unrestricted ones when there are any (`more`:
+    # more than MAX_LISTED of those), else the restricted ones (the chat's teaser).
+    found = list(ordered.filter(UNRESTRICTED)[: MAX_LISTED + 1]) or list(ordered[: MAX_LISTED + 1])
+    kept = found[:MAX_LISTED]
     return Found(kept[:MAX_EVIDENCE], listed=True, total=len(kept), more=len(found) > MAX_LISTED)
 
 

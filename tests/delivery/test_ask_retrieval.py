@@ -236,3 +236,25 @@ def test_a_year_after_a_preposition_of_time_is_a_period(leases, people, question
     answer = answer_question(people["alice"], question)
     assert [e.name for e in answer.evidence] == names
     assert said in answer.text
+
+
+@pytest.mark.parametrize(
+    ("readable", "expected"),
+    [
+        (3, "3 facts you can read start in 2040: “Falcon 0”"),
+        (4, "More than 3 facts you can read start in 2040; the first 3 are “Falcon 0”"),
+    ],
+)
+def test_a_period_count_is_of_the_facts_it_lists(
+    ingest_client, people, monkeypatch, readable, expected
+):
+    # Restricted facts earlier in the period fill the first places of the date order:
+    # they are neither counted nor make the count "more than".
+    monkeypatch.setattr("delivery.retrieval.MAX_LISTED", 3)
+    for n in range(2):
+        fact(ingest_client, f"r{n}", f"Osprey {n}", restriction="privileged", start=us(2040, 1, 1))
+    for n in range(readable):
+        fact(ingest_client, f"f{n}", f"Falcon {n}", start=us(2040, 2, n + 1))
+    text = answer_question(people["alice"], "What starts in 2040?").text
+    assert text.startswith(expected), text
+    assert "Osprey" not in text
