@@ -145,7 +145,7 @@ def _listed_text(found: Found, evidence: list[Evidence], question: Question) -> 
     if found.more:
         count = f"More than {found.total} facts you can read"
     verb = one if found.total == 1 else many
-    more = f"; the first {len(items)} are" if found.total > len(items) else ":"
+    more = f"; the first {len(items)} are" if found.more or found.total > len(items) else ":"
     return f"{count} {verb} {question.period_text}{more} " + "; ".join(items) + "."
 
 

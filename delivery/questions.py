@@ -148,7 +148,17 @@ _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\
 _MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+({_YEAR})\b")
 _ISO_DAY = re.compile(rf"\b({_YEAR})-(\d\d)-(\d\d)\b")
 _MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?\s+({_YEAR})\b")
-_YEAR_ONLY = re.compile(rf"\b({_YEAR})\b")
+# A bare year is a period only after a preposition of time ("what ends in 2031?"); else
+# it is a word of the question ("the 2031 Main Street lease") and searched for.
+_YEAR_ONLY = re.compile(rf"\b(in|during|by|before|after)\s+(?:the\s+year\s+)?({_YEAR})\b")
+# The days of a year after its preposition, and how to say them ("by" 2031: through it).
+_YEAR_PERIODS = {
+    "in": (lambda y: (date(y, 1, 1), date(y + 1, 1, 1)), "in {0:%Y}"),
+    "during": (lambda y: (date(y, 1, 1), date(y + 1, 1, 1)), "in {0:%Y}"),
+    "by": (lambda y: (date.min, date(y + 1, 1, 1)), "by the end of {1}"),
+    "before": (lambda y: (date.min, date(y, 1, 1)), "before {1}"),
+    "after": (lambda y: (date(y + 1, 1, 1), date.max), "after {1}"),
+}
 _RELATIVE = re.compile(r"\b(next|this|last)\s+(year|month)\b")
 
 
@@ -193,8 +203,8 @@ def _named_period(text: str, today: date) -> tuple[re.Match[str], tuple[date, da
     if m := _MONTH_YEAR.search(text):
         return m, _month_span(int(m[2]), MONTHS[m[1]]), "in {0:%B %Y}"
     if m := _YEAR_ONLY.search(text):
-        year = int(m[1])
-        return m, (date(year, 1, 1), date(year + 1, 1, 1)), "in {0:%Y}"
+        days, how = _YEAR_PERIODS[m[1]]
+        return m, days(int(m[2])), how.replace("{1}", m[2])
     if m := _RELATIVE.search(text):
         shift = {"next": 1, "this": 0, "last": -1}[m[1]]
         if m[2] == "year":

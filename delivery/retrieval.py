@@ -1,8 +1,8 @@
 """The evidence that answers a question (ask-in-chat): full-text search over the facts
 the asker may read (`telha.graph.search`), the period filter of time questions, and the
 choice of what is kept — the best match decides; others stay only when nearly as
-relevant; restricted evidence that merely shares words with an unrestricted best match
-is left out.
+relevant; among those, unrestricted evidence is preferred: restricted evidence as (or
+nearly as) relevant as an unrestricted match is left out.
 
 Reads only: the caller hands in the nodes the asker may read (`readable_nodes`, the one
 read rule), so nothing here can widen what a person sees.
@@ -36,6 +36,14 @@ class Found:
     listed: bool = False
     total: int = 0
     more: bool = False
+
+
+# The versions `restricted` is false for, as a query.
+UNRESTRICTED = (
+    Q(node__source__isnull=True)
+    | Q(node__source__restriction__isnull=True)
+    | Q(node__source__restriction="")
+)
 
 
 def restricted(v: NodeVersion) -> bool:
@@ -105,10 +113,12 @@ def _loaded(ids: list[int]) -> list[NodeVersion]:
 
 
 def _unrestricted_first(versions: list[NodeVersion]) -> list[NodeVersion]:
-    """Restricted evidence stays only when the best evidence is itself restricted."""
-    if versions and not restricted(versions[0]):
-        return [v for v in versions if not restricted(v)]
-    return versions
+    """The evidence kept of the best and nearly-as-relevant `versions`: the unrestricted
+    ones whenever there is one, so a readable fact as relevant as a restricted one (a tie,
+    or within NEAR_BEST) is the answer, never the teaser, whatever order the tie came in;
+    restricted evidence stays only when every near-best match is restricted."""
+    unrestricted = [v for v in versions if not restricted(v)]
+    return unrestricted or versions
 
 
 def _date_order(question: Question) -> list[str]:
@@ -126,9 +136,10 @@ def _listed(versions: QuerySet[NodeVersion], question: Question) -> Found:
             return Found(listed=True)
         versions = matching(versions, spelled)
     ordered = versions.select_related("node__source").order_by(*_date_order(question))
-    found = list(ordered[: MAX_LISTED + 1])
-    unrestricted = [v for v in found[:MAX_LISTED] if not restricted(v)]
-    kept = unrestricted or found[:MAX_LISTED]
+    # The count is of the facts listed: the unrestricted ones when there are any (`more`:
+    # more than MAX_LISTED of those), else the restricted ones (the chat's teaser).
+    found = list(ordered.filter(UNRESTRICTED)[: MAX_LISTED + 1]) or list(ordered[: MAX_LISTED + 1])
+    kept = found[:MAX_LISTED]
     return Found(kept[:MAX_EVIDENCE], listed=True, total=len(kept), more=len(found) > MAX_LISTED)
 
 

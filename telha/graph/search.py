@@ -1,6 +1,7 @@
-"""Full-text search over fact versions: their property values (names included), labels
-and the text of the spans they were extracted from — `NodeVersion.search_text`, written
-with every version (`services.search_text_for`).
+"""Full-text search over fact versions: their property values (names included) and the
+text of the spans they were extracted from — `NodeVersion.search_text`, written with
+every version (`services.search_text_for`). Labels are not searched (a label such as
+CONTRACT_TERM would match every question about a "term"); they are filtered on as labels.
 
 The index is the database's own, derived from that column so it can never drift:
 

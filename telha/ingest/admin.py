@@ -111,6 +111,8 @@ class DocumentAdmin(TenantScopedAdmin):
 
     @admin.display(description="outcome")
     def job_outcome(self, obj: Document) -> str:
+        if obj.refused:
+            return f"Refused: {obj.refused}"
         job = self._job(obj)
         if job is None:
             return "-"

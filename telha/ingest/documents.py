@@ -200,6 +200,17 @@ def document_upload(
     return document
 
 
+def document_refused(document: Document, reason: str) -> None:
+    """A file its job refused (corrupt or over a limit, known only once extracted): like
+    a refusal at upload, nothing of it stays — the stored file is deleted — but the
+    Document row, marked `refused` with the reason, is the refusal record (the admin's
+    document list; the job keeps the reason too: `INGEST_FAILED: reason`)."""
+    document.file.delete(save=False)
+    document.refused = reason[:2000]
+    document.save(update_fields=["file", "refused"])
+    log.info("document %s refused by its job: %s", document.pk, reason)
+
+
 def handle_lease(lease: Lease) -> None:
     """The `ingest:` worker: ambiguities are emitted only when the job's capability flag
     `options.clarify` is true (the core sets it when clarify is enabled)."""
@@ -241,6 +252,7 @@ def handle_lease(lease: Lease) -> None:
             reason="INGEST_FAILED",
             detail=outcome.error,
         )
+        document_refused(document, outcome.error)
         return
     job_complete(
         tenant=None,

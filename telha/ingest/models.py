@@ -22,6 +22,9 @@ class Document(models.Model):
     uploaded_by = models.CharField(max_length=200, blank=True)
     job_id = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
+    # Why the job refused the file (found only while extracting: corrupt, over a limit);
+    # the stored file is then deleted and this row is the refusal record.
+    refused = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-created_at"]

@@ -12,8 +12,10 @@ from delivery.ask import answer_question, respond
 from delivery.models import ChatTurn
 from delivery.provenance import RESTRICTED_TEASER
 from delivery.questions import END, START, question_parse
+from delivery.retrieval import NEAR_BEST
 from telha.common.times import to_us
 from telha.graph.models import Node, NodeVersion, Source
+from telha.graph.search import ranked
 from telha.graph.services import search_text_for, source_acl_set
 
 from .conftest_ask import source_derived_submission
@@ -174,3 +176,85 @@ def test_next_year_is_the_calendar_year_after_now():
     parsed = question_parse("When does the lease start and end?", now_us=NOW)
     assert parsed.edge is None and parsed.terms == ("lease",)
     assert question_parse("on 31 February 2031", now_us=NOW).period is None
+
+
+def test_a_readable_fact_tied_with_a_restricted_one_is_the_answer(ingest_client, people):
+    # Both facts of a pair match every word equally: the tie is broken by node id (random
+    # uuids), so six pairs would pass by chance once in 64 runs if the tie decided.
+    for n in range(6):
+        fact(ingest_client, f"k{n}", f"Kestrel{n} lease term", start=us(2031, 1, n + 1))
+        fact(ingest_client, f"k{n}r", f"Kestrel{n} lease term", restriction="privileged")
+    for n in range(6):
+        delivered, answer = respond(
+            person=people["alice"],
+            question=f"When does the Kestrel{n} lease term start?",
+            channel="slack",
+        )
+        assert delivered != RESTRICTED_TEASER
+        assert delivered.startswith(f"“Kestrel{n} lease term” starts on {n + 1} January 2031")
+        assert [e.restriction for e in answer.evidence] == [None]
+
+
+def test_a_readable_fact_nearly_as_relevant_as_a_restricted_one_is_the_answer(
+    ingest_client, people
+):
+    readable = fact(ingest_client, "o", "Osprey lease term renewal", start=us(2032, 5, 1))
+    fact(ingest_client, "or", "Osprey lease term", restriction="privileged")
+    versions = NodeVersion.objects.filter(tx_to__isnull=True)
+    hits = ranked(versions, ["osprey", "lease", "term"], any_term=False, limit=5)
+    best, second = hits[0][1], hits[1][1]
+    assert NodeVersion.objects.get(pk=hits[0][0]).node.source.restriction  # restricted best
+    assert NEAR_BEST * best <= second < best  # the readable one: nearly as relevant
+    delivered, answer = respond(
+        person=people["alice"], question="When does the Osprey lease term start?", channel="slack"
+    )
+    assert delivered != RESTRICTED_TEASER
+    assert [e.node_id for e in answer.evidence] == [readable]
+
+
+def test_a_year_naming_a_fact_is_a_word_not_a_period(leases, people, ingest_client):
+    fact(ingest_client, "main", "2031 Main Street lease", start=us(2026, 4, 1))
+    parsed = question_parse("When does the 2031 Main Street lease start?", now_us=NOW)
+    assert parsed.period is None and parsed.terms == ("2031", "main", "street", "lease")
+    text = answer_question(people["alice"], "When does the 2031 Main Street lease start?").text
+    assert text.startswith("“2031 Main Street lease” starts on 1 April 2026"), text
+
+
+@pytest.mark.parametrize(
+    ("question", "names", "said"),
+    [
+        ("Which leases start during 2031?", ["Zephyr lease term"], "in 2031"),
+        ("What ends by 2031?", ["Harbour office lease"], "by the end of 2031"),
+        ("What starts before 2028?", ["Harbour office lease"], "before 2028"),
+        ("What starts after 2030?", ["Zephyr lease term"], "after 2030"),
+        ("What ends after 2031?", [], "after 2031"),
+    ],
+)
+def test_a_year_after_a_preposition_of_time_is_a_period(leases, people, question, names, said):
+    parsed = question_parse(question, now_us=NOW)
+    assert parsed.period is not None and parsed.period_text == said
+    answer = answer_question(people["alice"], question)
+    assert [e.name for e in answer.evidence] == names
+    assert said in answer.text
+
+
+@pytest.mark.parametrize(
+    ("readable", "expected"),
+    [
+        (3, "3 facts you can read start in 2040: “Falcon 0”"),
+        (4, "More than 3 facts you can read start in 2040; the first 3 are “Falcon 0”"),
+    ],
+)
+def test_a_period_count_is_of_the_facts_it_lists(
+    ingest_client, people, monkeypatch, readable, expected
+):
+    # Restricted facts earlier in the period fill the first places of the date order:
+    # they are neither counted nor make the count "more than".
+    monkeypatch.setattr("delivery.retrieval.MAX_LISTED", 3)
+    for n in range(2):
+        fact(ingest_client, f"r{n}", f"Osprey {n}", restriction="privileged", start=us(2040, 1, 1))
+    for n in range(readable):
+        fact(ingest_client, f"f{n}", f"Falcon {n}", start=us(2040, 2, n + 1))
+    text = answer_question(people["alice"], "What starts in 2040?").text
+    assert text.startswith(expected), text
+    assert "Osprey" not in text

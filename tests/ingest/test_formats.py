@@ -80,10 +80,39 @@ def test_ocr_hands_each_page_image_to_tesseract(monkeypatch):
     """The OCR path without Tesseract installed: the page's image reaches the program."""
     seen = []
     monkeypatch.setattr(ocr.shutil, "which", lambda name: "/usr/bin/tesseract")
-    monkeypatch.setattr(ocr, "ocr_image", lambda png: seen.append(png[:8]) or "Signed 1 May 2026")
+    monkeypatch.setattr(
+        ocr, "ocr_image", lambda png, timeout: seen.append(png[:8]) or "Signed 1 May 2026"
+    )
     got = extract(scanned_pdf(), "scan.pdf")
     assert seen == [b"\x89PNG\r\n\x1a\n"]
     assert got.ocr and got.text == "Signed 1 May 2026"
+
+
+@pytest.mark.parametrize(("budget", "images_read"), [(0, 0), (5, 1)])
+def test_ocr_over_its_budget_per_document_reads_as_no_text(
+    monkeypatch, caplog, budget, images_read
+):
+    """The document's OCR budget (`ocr_total_seconds`): none (0: no image is read) or
+    5 s with an image that takes 10 s (the clock is the test's) — the scan is read as
+    having no text found, `undated` with the detector's confidence, and the log says why."""
+    clock = [1000.0]
+    seen: list[float] = []
+
+    def slow_tesseract(png: bytes, timeout: float) -> str:
+        seen.append(timeout)
+        clock[0] += 10
+        return "Signed 1 May 2026"
+
+    monkeypatch.setattr(ocr.shutil, "which", lambda name: "/usr/bin/tesseract")
+    monkeypatch.setattr(ocr, "_clock", lambda: clock[0])
+    monkeypatch.setattr(ocr, "ocr_image", slow_tesseract)
+    monkeypatch.setattr(ocr, "LIMITS", ocr.LIMITS.__class__(ocr_total_seconds=budget))
+    got = extract(scanned_pdf(), "scan.pdf")
+    assert len(seen) == images_read and all(t <= budget for t in seen)
+    assert got.scanned and not got.ocr and got.text == ""
+    assert "OCR stopped: over the budget of" in caplog.text
+    [finding] = detect_bytes("scan.pdf", scanned_pdf()).findings
+    assert (finding.kind, finding.detector_confidence) == ("undated", 0.8)
 
 
 # --- DOCX ---------------------------------------------------------------------------------
@@ -177,12 +206,37 @@ def test_html_visible_body_text_and_title():
     )
     got = extract(page, "travel.html")
     assert got.title == "Travel policy"
-    assert got.text == "Travel policy\nThis policy is effective next quarter.\nIntranet"
+    assert got.text == "Travel policy\nThis policy is effective next quarter."  # no footer
     assert got.metadata.authors == ["Olga Owner"]
     assert got.metadata.created == datetime(2026, 3, 2)
     [finding] = detect_bytes("travel.htm", page).findings
     assert finding.kind == "relative_date"
     assert finding.candidates[0].valid_from == date(2026, 4, 1)
+
+
+def test_html_drops_hidden_elements_and_site_chrome():
+    page = html_file(
+        title="Leave policy",
+        body=(
+            "<header><a href='/'>Intranet</a> effective next quarter banner</header>"
+            "<aside>Related: signed 1 January 2020</aside>"
+            "<div aria-hidden='true'>expires 31 December 2020</div>"
+            "<div aria-hidden='false'>Kept: visible to screen readers.</div>"
+            "<p style='color: grey; display : none'>effective 1 March 2019</p>"
+            "<span style='VISIBILITY:hidden'>valid from 2 May 2018</span>"
+            "<p style='display: block'>Styled but shown.</p>"
+            "<article><header><h1>Leave policy</h1><p>Published 2 March 2026</p></header>"
+            "<p>This policy is effective from 1 April 2026.</p>"
+            "<footer>Owner: Olga Owner</footer></article>"
+            "<footer>© Acme intranet — effective immediately</footer>"
+        ),
+    )
+    got = extract(page, "leave.html")
+    assert got.text == (
+        "Kept: visible to screen readers.\nStyled but shown.\nLeave policy\n"
+        "Published 2 March 2026\nThis policy is effective from 1 April 2026.\n"
+        "Owner: Olga Owner"
+    )
 
 
 # --- Outlook .msg -------------------------------------------------------------------------

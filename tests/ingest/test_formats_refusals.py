@@ -7,6 +7,7 @@ import dataclasses
 import io
 import json
 import zipfile
+from pathlib import Path
 
 import msoffcrypto.format.ooxml
 import pytest
@@ -164,6 +165,44 @@ def test_too_many_extracted_characters_is_refused_by_the_worker(
     assert job.status == JobStatus.DEAD
     assert "too large: 57 characters of text (limit 20)" in job.last_error
     assert graph_counts() == before
+
+
+def _stored_files(root: str) -> list[str]:
+    return [str(p) for p in Path(root).rglob("*") if p.is_file()]
+
+
+@pytest.mark.parametrize(
+    ("name", "data", "reason"),
+    [
+        ("lease.docx", GOOD_DOCX, "too large: 57 characters of text (limit 20)"),
+        ("lease.html", html_file(title="Lease", body="<p>" + "Lease " * 10 + "</p>"), "too "),
+    ],
+)
+def test_a_file_the_job_refuses_leaves_only_the_refusal_record(
+    ingest_client, monkeypatch, workspace, settings, name, data, reason
+):
+    """Refused in the job, not the request: the stored file is deleted and nothing is
+    written to the graph; the Document row is the refusal record, with the reason, and
+    the job (`telha jobs ls`) and the admin's document list say it."""
+    from telha.ingest import formats
+    from telha.ingest.models import Document
+
+    monkeypatch.setattr(formats, "LIMITS", dataclasses.replace(LIMITS, text_chars=20))
+    before = graph_counts()
+    assert upload(ingest_client, name=name, data=data).status_code == 202
+    assert len(_stored_files(settings.MEDIA_ROOT)) == 1
+    run_ingest_worker()
+    assert _stored_files(settings.MEDIA_ROOT) == []
+    assert graph_counts() == before
+    document = Document.objects.get()
+    assert document.refused.startswith(reason) and not document.file
+    job = Job.objects.get(kind="ingest:document")
+    assert job.status == JobStatus.DEAD and job.last_error.startswith("INGEST_FAILED")
+    assert reason in job.last_error
+    steward = Client()
+    assert steward.login(username="sam@acme.test", password="steward-pass-1")
+    page = steward.get("/admin/ingest/document/").content.decode()
+    assert f"Refused: {reason}" in page
 
 
 def test_a_folder_reports_each_refused_file_and_ingests_the_rest(workspace, tmp_path):

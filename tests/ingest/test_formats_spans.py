@@ -12,7 +12,7 @@ from django.urls import reverse
 from clarify.models import Clarification
 from telha.graph.models import Source
 
-from .docgen import docx_file
+from .docgen import docx_file, xlsx_file
 from .test_documents_api import media, run_ingest_worker, upload  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -80,3 +80,42 @@ def test_a_document_not_yet_extracted_says_so(ingest_client, steward):
     document = Document.objects.get()
     page = steward.get(reverse("admin:ingest_document_change", args=[document.pk]))
     assert "Not extracted yet" in page.content.decode()
+
+
+# A day-first/month-first cell ("03/04/2026": 3 April or 4 March) in a quoted, a plain
+# and a comma-holding neighbour, so the span must skip the quoting to land on the cell.
+ROWS = [
+    ["id", "name", "effective_date", "owner"],
+    ["P-1", "Travel policy, EMEA", "2026-01-01", "alice@acme.test"],
+    ["P-2", 'Expenses "core" policy', "03/04/2026", "alice@acme.test"],
+]
+
+
+def _csv_bytes(rows: list[list[str]]) -> bytes:
+    import csv
+    import io
+
+    out = io.StringIO()
+    csv.writer(out, lineterminator="\r\n").writerows(rows)
+    return out.getvalue().encode()
+
+
+@pytest.mark.parametrize(
+    ("name", "data"),
+    [("policies.csv", _csv_bytes(ROWS)), ("policies.xlsx", xlsx_file({"Policies": ROWS}))],
+)
+def test_a_spreadsheet_finding_spans_its_cell(ingest_client, clarify_client, settings, name, data):
+    settings.CLARIFY = {**settings.CLARIFY, "ENABLED": True}
+    assert upload(ingest_client, name=name, data=data).status_code == 202
+    run_ingest_worker()
+    clar = Clarification.objects.get()
+    text = clar.source_version.text
+    assert text[clar.span_start : clar.span_end] == "03/04/2026"
+    body = clarify_client.get(f"/v1/clarifications/{clar.pk}").json()
+    assert body["spanExcerpt"] == "03/04/2026"
+    # Every row's fact spans its row in the stored text: first cell to last.
+    spans = clar.source_version.spans.all()
+    row = [s for s in spans if text[s.start : s.end].startswith("P-1")]
+    assert [text[s.start : s.end] for s in row] == [
+        'P-1,"Travel policy, EMEA",2026-01-01,alice@acme.test'
+    ]

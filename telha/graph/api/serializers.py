@@ -26,8 +26,9 @@ class QueryInSerializer(StrictSerializer):
         required=False,
         allow_blank=True,
         default="",
-        help_text="words searched for in the facts (labels, property values) and their "
-        "spans: full-text, stemmed, case-insensitive; a record matches every word",
+        help_text="words searched for in the facts' property values and the text of "
+        "their spans (not their labels: filter by `labels` for those): full-text, stemmed, "
+        "case-insensitive; a record matches every word",
     )
     order = serializers.ChoiceField(
         choices=["relevance", "id"],

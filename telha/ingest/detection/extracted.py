@@ -86,7 +86,13 @@ def _workbook(extracted: Extracted, title: str, people_by_name: dict[str, str]) 
     sheets = extracted.sheets or []
     for sheet in sheets:
         table = Table(sheet.header, key_prefix=f"{sheet.name}/" if len(sheets) > 1 else "")
-        rows = ({h: v for h, v in zip(sheet.header, row, strict=False) if h} for row in sheet.rows)
+        rows = (
+            (
+                {h: v for h, v in zip(sheet.header, row, strict=False) if h},
+                {h: s for h, s in zip(sheet.header, spans, strict=False) if h},
+            )
+            for row, spans in zip(sheet.rows, sheet.cell_spans, strict=True)
+        )
         detect_rows(detection, table, rows, people_by_name=people_by_name)
     return detection
 

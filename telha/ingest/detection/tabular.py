@@ -8,8 +8,6 @@
 At most `MAX_FINDINGS_PER_FILE` ambiguities per file; the `owner` column names the owner.
 """
 
-import csv
-import io
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
@@ -17,6 +15,7 @@ from datetime import date, datetime
 
 from telha.ingest.formats.base import Cell, cell_text
 
+from .cells import Span, csv_records
 from .dates import label_with_year, parse_date_text
 from .model import Candidate, Detection, Fact, Finding, PersonRef
 
@@ -136,10 +135,10 @@ def detect_csv(
     people_by_name: dict[str, str] | None = None,
 ) -> Detection:
     """One fact per row; validity from the designated columns; findings capped."""
-    reader = csv.DictReader(io.StringIO(text))
+    header, rows = csv_records(text)
     detection = Detection(title=filename, text=text)
-    table = Table(reader.fieldnames or [], start_columns, end_columns)
-    detect_rows(detection, table, reader, label=label, people_by_name=people_by_name)
+    table = Table(header, start_columns, end_columns)
+    detect_rows(detection, table, rows, label=label, people_by_name=people_by_name)
     return detection
 
 
@@ -179,25 +178,34 @@ def _owner(raw: str, people_by_name: dict[str, str] | None) -> PersonRef:
     return PersonRef(name=owner, email=(people_by_name or {}).get(owner.lower(), ""))
 
 
+def _row_span(spans: Mapping[str, Span]) -> Span | None:
+    if not spans:
+        return None
+    return min(s for s, _ in spans.values()), max(e for _, e in spans.values())
+
+
 def detect_rows(
     detection: Detection,
     table: Table,
-    rows: Iterable[Mapping[str, Cell]],
+    rows: Iterable[tuple[Mapping[str, Cell], Mapping[str, Span]]],
     *,
     label: str = "POLICY",
     people_by_name: dict[str, str] | None = None,
 ) -> None:
-    """One fact per row into `detection`; validity from the designated columns."""
+    """One fact per row into `detection`; validity from the designated columns. Each row
+    comes with its cells' spans in the stored text: a finding's is its cell's, a fact's
+    runs over its row."""
     start_col, end_col = table.column(table.start_columns), table.column(table.end_columns)
     id_col, name_col = table.column(ID_COLUMNS), table.column(NAME_COLUMNS)
     owner_col = table.column(OWNER_COLUMNS)
-    for number, row in enumerate(rows, start=1):
+    for number, (row, spans) in enumerate(rows, start=1):
         row_id = cell_text(row.get(id_col)).strip() if id_col else ""
         key = f"{table.key_prefix}row-{row_id or number}"
         fact = Fact(
             key=key,
             labels=[label],
             properties={k: cell_text(v).strip() for k, v in row.items() if k},
+            span=_row_span(spans),
         )
         if name_col and cell_text(row.get(name_col)).strip():
             fact.properties["name"] = cell_text(row.get(name_col)).strip()
@@ -216,6 +224,8 @@ def detect_rows(
                 finding = rule_ambiguous_cell(
                     key, column, raw, reading, is_end
                 ) or rule_unreadable_cell(key, column, raw, reading)
+                if finding is not None:
+                    finding.span = spans.get(column)
         if fact.valid_from and fact.valid_to and fact.valid_from >= fact.valid_to:
             fact.valid_to = None
         if finding is not None:

@@ -75,6 +75,8 @@ class Sheet:
     header: list[str]
     rows: list[list[Cell]]
     offset: int = 0  # where the sheet's rendering starts in `Extracted.text`
+    # Per data row, each cell's (start, end) in `Extracted.text` (set by the rendering).
+    cell_spans: list[list[tuple[int, int]]] = field(default_factory=list)
 
 
 @dataclass

@@ -1,5 +1,8 @@
 """HTML (Beautiful Soup over lxml): the visible text of the body — no scripts, styles,
-templates or navigation — one line per block; `<title>` is the title; `<meta
+templates, navigation, asides, the page's own header and footer (a header or footer
+inside an article or section is the article's and is kept) or hidden elements (`hidden`,
+`aria-hidden="true"`, an inline `display: none` or `visibility: hidden`) — one line per
+block; `<title>` is the title; `<meta
 name="author">` and a date meta tag (`date`, `dcterms.created`, `article:published_time`)
 are the metadata."""
 
@@ -11,7 +14,12 @@ from dateutil import parser as dateparser
 
 from .base import Extracted, Metadata
 
-HIDDEN = ["script", "style", "noscript", "template", "nav", "head", "iframe", "svg"]
+HIDDEN = ["script", "style", "noscript", "template", "nav", "aside", "head", "iframe", "svg"]
+# The page's banner and footer (site chrome) — a header or footer of sectioning content
+# (an article's byline, a section's heading) is the document's own text.
+PAGE_CHROME = ("header", "footer")
+SECTIONING = ["article", "main", "section", "aside", "nav"]
+HIDDEN_STYLE = re.compile(r"(?:^|;)\s*(?:display\s*:\s*none|visibility\s*:\s*hidden)\b", re.I)
 DATE_META = ("date", "dcterms.created", "dc.date", "article:published_time", "created")
 WHITESPACE = re.compile(r"\s+")
 BLOCKS = [
@@ -55,8 +63,15 @@ def extract(data: bytes, name: str) -> Extracted:
 
 
 def _hidden(tag: Tag) -> bool:
-    """Markup a reader never sees: scripts, styles, navigation, `hidden` elements."""
-    return tag.name in HIDDEN or tag.get("role") == "navigation" or tag.has_attr("hidden")
+    """Markup a reader never sees, or site chrome around the document: scripts, styles,
+    navigation, asides, the page's header and footer, hidden elements."""
+    if tag.name in HIDDEN or tag.get("role") == "navigation" or tag.has_attr("hidden"):
+        return True
+    if str(tag.get("aria-hidden") or "").strip().lower() == "true":
+        return True
+    if HIDDEN_STYLE.search(str(tag.get("style") or "")):
+        return True
+    return tag.name in PAGE_CHROME and tag.find_parent(SECTIONING) is None
 
 
 def visible_text(body: Tag | BeautifulSoup) -> str:

@@ -12,7 +12,8 @@ class Limits:
     zip_members: int = 5000
     zip_ratio: int = 200  # a member over 1 MB compressed more than this → a bomb
     sheet_cells: int = 500_000  # XLSX cells read, all sheets
-    ocr_seconds: int = 60  # one page's OCR
+    ocr_seconds: int = 60  # one page image's OCR
+    ocr_total_seconds: int = 300  # all the OCR of one document; past it: no text found
 
 
 LIMITS = Limits()

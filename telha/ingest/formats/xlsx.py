@@ -31,16 +31,39 @@ def _read_sheets(workbook: openpyxl.Workbook) -> list[Sheet]:
     return sheets
 
 
+def _field(cell: str) -> str:
+    """One cell as a CSV field (quoted when it must be)."""
+    if not cell:
+        return ""
+    out = io.StringIO()
+    csv.writer(out, lineterminator="").writerow([cell])
+    return out.getvalue()
+
+
+def _line(cells: list[str], at: int) -> tuple[str, list[tuple[int, int]]]:
+    """A CSV line of `cells` written at offset `at`, and each cell's span inside it (a
+    quoted cell's inside its quotes)."""
+    fields, spans = [_field(c) for c in cells], []
+    for cell, field in zip(cells, fields, strict=True):
+        quoted = int(field != cell)
+        spans.append((at + quoted, at + len(field) - quoted))
+        at += len(field) + 1
+    return ",".join(fields), spans
+
+
 def render(sheets: list[Sheet]) -> str:
-    """The sheets as CSV text, each under `# sheet: NAME`; sets each sheet's offset."""
+    """The sheets as CSV text, each under `# sheet: NAME`; sets each sheet's offset and
+    where each of its cells is (`Sheet.cell_spans`)."""
     out = io.StringIO()
     for sheet in sheets:
         sheet.offset = out.tell()
         out.write(f"# sheet: {sheet.name}\n")
-        writer = csv.writer(out, lineterminator="\n")
-        writer.writerow(sheet.header)
+        out.write(_line(sheet.header, out.tell())[0] + "\n")
+        sheet.cell_spans = []
         for row in sheet.rows:
-            writer.writerow([cell_text(v) for v in row])
+            line, spans = _line([cell_text(v) for v in row], out.tell())
+            sheet.cell_spans.append(spans)
+            out.write(line + "\n")
         out.write("\n")
     return out.getvalue().strip()
 
