@@ -186,18 +186,22 @@ def _is_uuid(value: str) -> bool:
 
 def _memberships_set(group: TenantGroup, members: list[Person]) -> None:
     """Exactly these people are the group's members: each one's memberships are written
-    by `person_groups_set`, the workspace file's service."""
+    by `person_groups_set`, the workspace file's service. The people whose memberships
+    change are locked (in id order) and their groups read under the lock, so a
+    concurrent change of another group's members is kept, not undone."""
     wanted = {p.pk for p in members}
-    current = list(group.members.select_related("user").prefetch_related("groups"))
-    for person in current:
-        if person.pk not in wanted:
-            person_groups_set(
-                person=person, groups=[g for g in person.groups.all() if g.pk != group.pk]
-            )
-    have = {p.pk for p in current}
-    for person in members:
-        if person.pk not in have:
-            person_groups_set(person=person, groups=[*person.groups.all(), group])
+    have = set(group.members.values_list("pk", flat=True))
+    changing = sorted(have ^ wanted)
+    list(
+        Person.objects.select_for_update()
+        .filter(pk__in=changing)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    people = Person.objects.select_related("user").prefetch_related("groups")
+    for person in people.filter(pk__in=changing):
+        others = [g for g in person.groups.all() if g.pk != group.pk]
+        person_groups_set(person=person, groups=[*others, group] if person.pk in wanted else others)
 
 
 @transaction.atomic
