@@ -10,6 +10,7 @@ import uuid
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
@@ -276,10 +277,13 @@ class SsoInvalid(InvalidInput):
 
 
 def issuer_problem(issuer: str) -> str | None:
-    """Why an issuer URL is refused, or None: https (http only on a loopback address, for
-    tests and local providers), a host, no query or fragment."""
+    """Why an issuer URL is refused, or None: https, a host, no query or fragment. A
+    loopback host (127.0.0.1, localhost, ::1), over http or https, only with
+    `SSO_ALLOW_INSECURE_ISSUER` (default: DEBUG; the tests and a local provider)."""
     parts = urlsplit(issuer.strip())
     loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if loopback and not settings.SSO_ALLOW_INSECURE_ISSUER:
+        return "issuer: a loopback address is refused (SSO_ALLOW_INSECURE_ISSUER is off)."
     if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
         return "issuer: an https URL (the provider's issuer identifier)."
     if parts.query or parts.fragment or not parts.hostname:
@@ -296,8 +300,8 @@ def sso_configure(
     display_name: str = "",
     password_login: bool | None = None,
 ) -> SsoProvider:
-    """Set (or replace) the tenant's OpenID provider. The issuer is an https URL (http
-    only on a loopback address, for tests and local providers)."""
+    """Set (or replace) the tenant's OpenID provider. The issuer is an https URL (see
+    `issuer_problem` for loopback addresses)."""
     issuer = issuer.strip().rstrip("/")
     problem = issuer_problem(issuer)
     if problem is not None:

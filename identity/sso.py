@@ -7,16 +7,19 @@ The person signed in is the tenant's active person whose verified email (`email`
 `email_verified: true`) or Entra object id (`oid`, else `sub`) alias matches. Sign-in
 never creates a person. Every refusal is a 403 page saying why, with no session."""
 
+import hashlib
 import logging
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import requests
 from authlib.integrations.base_client import OAuthError
 from authlib.integrations.django_client import DjangoOAuth2App
 from authlib.integrations.django_client.integration import DjangoIntegration
+from django.conf import settings
 from django.contrib.auth import login
 from django.contrib.auth.views import LoginView
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -45,11 +48,59 @@ class Refusal(Exception):
         self.reason = reason
 
 
+class CachedOidcApp(DjangoOAuth2App):
+    """Authlib's Django client with the provider's discovery document and JWKS kept in the
+    Django cache for SSO_METADATA_CACHE_SECONDS (not fetched at every login and
+    callback). A token signed with a key id not in the cached JWKS makes Authlib fetch
+    the JWKS again (`fetch_jwk_set(force=True)`), which refreshes the cache: a rotated
+    key works at once. The discovery document must name the configured issuer."""
+
+    def __init__(self, provider: SsoProvider, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.issuer = provider.issuer.rstrip("/")
+
+    def _cache_key(self, what: str) -> str:
+        return f"sso:{what}:{hashlib.sha256(self.issuer.encode()).hexdigest()}"
+
+    def load_server_metadata(self) -> dict[str, Any]:
+        if "_loaded_at" in self.server_metadata:
+            return cast(dict[str, Any], self.server_metadata)
+        cached = cache.get(self._cache_key("discovery"))
+        if cached is not None:
+            self.server_metadata.update(cached)
+            return cast(dict[str, Any], self.server_metadata)
+        metadata = cast(dict[str, Any], super().load_server_metadata())
+        named = metadata.get("issuer")
+        if not isinstance(named, str) or named.rstrip("/") != self.issuer:
+            self.server_metadata.clear()
+            log.warning("sso discovery issuer %r is not the configured %s", named, self.issuer)
+            raise Refusal(
+                "The sign-in provider's discovery document names another issuer than the "
+                "one configured; ask your administrator to check the issuer URL."
+            )
+        cache.set(self._cache_key("discovery"), dict(metadata), _ttl())
+        return metadata
+
+    def fetch_jwk_set(self, force: bool = False) -> Any:
+        if not force:
+            cached = cache.get(self._cache_key("jwks"))
+            if cached is not None:
+                return cached
+        jwk_set = super().fetch_jwk_set(force=True)
+        cache.set(self._cache_key("jwks"), jwk_set, _ttl())
+        return jwk_set
+
+
+def _ttl() -> int:
+    return int(settings.SSO_METADATA_CACHE_SECONDS)
+
+
 def oidc_client(provider: SsoProvider) -> DjangoOAuth2App:
     """The tenant's OpenID client (state kept under a per-tenant session key, so a
     state issued for one tenant is unknown at another's callback)."""
     name = f"sso-{provider.tenant.slug}"
-    return DjangoOAuth2App(
+    return CachedOidcApp(
+        provider,
         DjangoIntegration(name),
         name,
         client_id=provider.client_id,
