@@ -17,7 +17,7 @@ from authlib.integrations.base_client import OAuthError
 from authlib.integrations.django_client import DjangoOAuth2App
 from authlib.integrations.django_client.integration import DjangoIntegration
 from django.conf import settings
-from django.contrib.auth import login
+from django.contrib.auth import login, logout
 from django.contrib.auth.views import LoginView
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
@@ -166,6 +166,7 @@ def sso_callback(request: HttpRequest, tenant: str) -> HttpResponse:
         claims = _verified_claims(request, provider)
         person = _person_for(provider, claims)
     except Refusal as refusal:
+        logout(request)  # a refused sign-in leaves no session, not even an earlier one
         return _refused(request, tenant, refusal)
     login(request, person.user, backend=SESSION_BACKEND)
     return HttpResponseRedirect(next_url or DEFAULT_NEXT)
