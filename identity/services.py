@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
@@ -106,6 +107,11 @@ def person_provision(*, tenant: Tenant, spec: PersonSpec, person: Person | None 
         if person is not None:
             person.deleted_by_provider = False
             person.save(update_fields=["deleted_by_provider", "updated_at"])
+    taken = get_user_model().objects.filter(username=user_name)
+    if taken.exclude(pk=person.user_id if person is not None else None).exists():
+        # Sign-in names are global: the same words whether the holder is of this tenant
+        # or another (never which one).
+        raise ProvisioningConflict(f"userName {user_name} is not available.")
     aliases = {AliasKind.EMAIL.value: email, AliasKind.UPN.value: user_name}
     if spec.external_id:
         aliases[AliasKind.AAD_OID.value] = spec.external_id[:320]

@@ -446,3 +446,18 @@ def test_test_domains_are_accepted_only_with_the_setting(monkeypatch, scim):
         apps.get_app_config("identity").ready()
     assert email_validator.TEST_ENVIRONMENT is True
     assert scim.post("Users", NORA).status_code == 201
+
+
+def test_a_user_name_of_another_tenant_is_a_409_that_does_not_name_it(scim, people):
+    workspace_load(
+        data={"tenant": "globex", "people": [{"name": "Gus", "email": "gus@globex.test"}]}
+    )
+    before = everything()
+    elsewhere = scim.post("Users", {**NORA, "userName": "gus@globex.test"})
+    here = scim.post("Users", {**NORA, "userName": people["olga"].user.username})
+    for response in (elsewhere, here):
+        assert_scim_error(response, 409, "uniqueness")
+        assert "not available" in response.json()["detail"]
+        assert "globex" not in response.json()["detail"].replace("gus@globex.test", "")
+        assert "tenant" not in response.json()["detail"]
+    assert everything() == before
