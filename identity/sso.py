@@ -215,20 +215,28 @@ def _person_for(provider: SsoProvider, claims: dict[str, Any]) -> Person:
     return person
 
 
+def sso_choice(request: HttpRequest) -> dict[str, Any]:
+    """The login pages' single sign-on part: with `tenant` (query or form) of a tenant
+    that has an OpenID provider, its "Sign in with <provider>" link; otherwise a field
+    for the organisation's name (tenant slug) that reloads the page with it. The tenants
+    with a provider are never listed."""
+    slug = (request.GET.get("tenant") or request.POST.get("tenant") or "").strip().lower()
+    next_url = safe_next(request, request.GET.get("next") or request.POST.get("next"))
+    context: dict[str, Any] = {"sso_tenant": slug, "sso_next": next_url}
+    provider = SsoProvider.objects.filter(tenant__slug=slug).first() if slug else None
+    if provider is not None:
+        context["sso"] = {
+            "label": provider.label,
+            "url": f"{reverse('sso-login', args=[slug])}?{urlencode({'next': next_url})}",
+            "passwords": provider.password_login,
+        }
+    return context
+
+
 class SignInView(LoginView):
     """`/accounts/login/`: with `?tenant=SLUG` of a tenant that has an OpenID provider,
     it offers "Sign in with <provider>" (and hides the password form when the tenant
-    turned password sign-in off)."""
+    turned password sign-in off); without, a field for the organisation (`sso_choice`)."""
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        slug = self.request.GET.get("tenant") or self.request.POST.get("tenant") or ""
-        provider = SsoProvider.objects.filter(tenant__slug=slug).first() if slug else None
-        if provider is not None:
-            next_url = safe_next(self.request, self.request.GET.get("next"))
-            context["sso"] = {
-                "label": provider.label,
-                "url": f"{reverse('sso-login', args=[slug])}?{urlencode({'next': next_url})}",
-                "passwords": provider.password_login,
-            }
-        return context
+        return {**super().get_context_data(**kwargs), **sso_choice(self.request)}

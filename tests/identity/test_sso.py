@@ -360,3 +360,17 @@ def test_discovery_and_jwks_are_cached_and_a_new_key_id_refreshes_the_jwks(oidc,
     client = Client()
     assert sign_in(client, oidc).status_code == 302 and signed_in(client)
     assert (oidc.gets.count(discovery), oidc.gets.count(jwks)) == (1, 2)
+
+
+@pytest.mark.parametrize("page", ["/accounts/login/"])
+def test_the_login_page_leads_to_the_providers_button(oidc, page):
+    # Where the inbox sends a visitor: a field for the organisation, no tenant listed.
+    landing = Client().get("/inbox/")
+    assert landing.status_code == 302
+    html = Client().get(page, {"next": "/inbox/"}).content.decode()
+    assert 'name="tenant"' in html and "Sign in with" not in html and "acme" not in html
+    unknown = Client().get(page, {"tenant": "nope"}).content.decode()
+    assert "No single sign-on is configured" in unknown
+    chosen = Client().get(page, {"tenant": "acme", "next": "/admin/"}).content.decode()
+    assert "Sign in with Test IdP" in chosen and "/sso/acme/login/?next=%2Fadmin%2F" in chosen
+    assert 'name="password"' in chosen
