@@ -108,7 +108,9 @@ def person_provision(*, tenant: Tenant, spec: PersonSpec, person: Person | None 
             person.deleted_by_provider = False
             person.save(update_fields=["deleted_by_provider", "updated_at"])
     taken = get_user_model().objects.filter(username=user_name)
-    if taken.exclude(pk=person.user_id if person is not None else None).exists():
+    if person is not None and person.user_id is not None:
+        taken = taken.exclude(pk=person.user_id)
+    if taken.exists():
         # Sign-in names are global: the same words whether the holder is of this tenant
         # or another (never which one).
         raise ProvisioningConflict(f"userName {user_name} is not available.")
