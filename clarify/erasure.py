@@ -58,7 +58,8 @@ def person_erase(
     """Erase a person everywhere, in one transaction: `gdpr_erase` in their tenant, then
     their identifiers in other tenants' audit events (`otherTenantsAuditEvents` in the
     counts returned). On SQLite the transaction runs with `secure_delete` on and the WAL
-    is checkpointed and truncated after it; on PostgreSQL the erased tables are vacuumed
+    is checkpointed and truncated after it (`walCheckpointPending` 1 in the counts when a
+    reader still blocked it after the retries); on PostgreSQL the erased tables are vacuumed
     after it (`telha.common.storage`)."""
     with secure_delete(), transaction.atomic():
         # Before the executor deletes the aliases this needs.
@@ -66,5 +67,7 @@ def person_erase(
         counts = gdpr_erase(tenant=tenant, person=person, actor=actor, via=via)
         counts["otherTenantsAuditEvents"] = elsewhere
         fts_compact(connection)  # the search index's old segments hold the erased terms
-        storage_reclaim(erased_tables())
+        reclaim = storage_reclaim(erased_tables())
+    if reclaim.ran and connection.vendor == "sqlite":
+        counts["walCheckpointPending"] = int(reclaim.pending)
     return counts

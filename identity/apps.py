@@ -10,7 +10,12 @@ class IdentityConfig(AppConfig):
     def ready(self) -> None:
         # scim2-models checks `emails.value` with email-validator, which refuses the
         # reserved `.test` domain every demo and test tenant uses; Django's validator (the
-        # workspace file's) accepts it. No deliverability check is ever made.
-        import email_validator
+        # workspace file's) accepts it. SCIM_ALLOW_TEST_DOMAINS (default: DEBUG) lets
+        # email-validator accept it too; it is process-wide, hence off in production.
+        # No deliverability check is ever made.
+        from django.conf import settings
 
-        email_validator.TEST_ENVIRONMENT = True
+        if settings.SCIM_ALLOW_TEST_DOMAINS:
+            import email_validator
+
+            email_validator.TEST_ENVIRONMENT = True

@@ -4,7 +4,7 @@ SCIM error bodies (`urn:ietf:params:scim:api:messages:2.0:Error`) on these paths
 
 from typing import Any, ClassVar
 
-from django.db import IntegrityError
+from django.db import IntegrityError, transaction
 from django.db.models import Model, QuerySet
 from django.http import Http404
 from pydantic import ValidationError
@@ -221,23 +221,39 @@ class _Resources(ScimView):
         obj = self.provision(request, parsed)
         return self._render(request, self._reload(request, obj), status=201)
 
+    def _locked(self, request: Request, obj: Any) -> Any:
+        """The resource, its row locked until the caller's transaction ends and read again
+        under the lock: a concurrent PUT or PATCH of the same resource waits here, then
+        sees the other's change instead of overwriting it with a stale copy. PostgreSQL
+        takes a row lock (FOR UPDATE); SQLite's IMMEDIATE transactions already hold the
+        database's write lock from their first statement."""
+        locked = type(obj).objects.select_for_update().filter(pk=obj.pk)
+        if not list(locked.values_list("pk", flat=True)):  # removed meanwhile
+            raise Http404
+        return self._reload(request, obj)
+
     def put(self, request: Request, res_id: str) -> Response:
         obj = self._object(request, res_id)
         parsed = self.model.model_validate(
             request.data, scim_ctx=Context.RESOURCE_REPLACEMENT_REQUEST, scim_policy=scim.POLICY
         )
-        return self._render(request, self._reload(request, self.provision(request, parsed, obj)))
+        with transaction.atomic():
+            obj = self._locked(request, obj)
+            obj = self._reload(request, self.provision(request, parsed, obj))
+        return self._render(request, obj)
 
     def patch(self, request: Request, res_id: str) -> Response:
         obj = self._object(request, res_id)
         patch = _of(PatchOp, self.model).model_validate(
             request.data, scim_ctx=Context.RESOURCE_PATCH_REQUEST, scim_policy=scim.POLICY
         )
-        current = self.model.model_validate(
-            self.doc(obj, self.base(request)), scim_ctx=Context.RESOURCE_QUERY_RESPONSE
-        )
-        if patch.patch(current, scim_policy=scim.POLICY):
-            obj = self._reload(request, self.provision(request, current, obj))
+        with transaction.atomic():  # read, patch and write the copy under the row lock
+            obj = self._locked(request, obj)
+            current = self.model.model_validate(
+                self.doc(obj, self.base(request)), scim_ctx=Context.RESOURCE_QUERY_RESPONSE
+            )
+            if patch.patch(current, scim_policy=scim.POLICY):
+                obj = self._reload(request, self.provision(request, current, obj))
         return self._render(request, obj)
 
     def delete(self, request: Request, res_id: str) -> Response:

@@ -10,6 +10,8 @@ import uuid
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from django.conf import settings
+from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
@@ -105,6 +107,13 @@ def person_provision(*, tenant: Tenant, spec: PersonSpec, person: Person | None 
         if person is not None:
             person.deleted_by_provider = False
             person.save(update_fields=["deleted_by_provider", "updated_at"])
+    taken = get_user_model().objects.filter(username=user_name)
+    if person is not None and person.user_id is not None:
+        taken = taken.exclude(pk=person.user_id)
+    if taken.exists():
+        # Sign-in names are global: the same words whether the holder is of this tenant
+        # or another (never which one).
+        raise ProvisioningConflict(f"userName {user_name} is not available.")
     aliases = {AliasKind.EMAIL.value: email, AliasKind.UPN.value: user_name}
     if spec.external_id:
         aliases[AliasKind.AAD_OID.value] = spec.external_id[:320]
@@ -186,18 +195,22 @@ def _is_uuid(value: str) -> bool:
 
 def _memberships_set(group: TenantGroup, members: list[Person]) -> None:
     """Exactly these people are the group's members: each one's memberships are written
-    by `person_groups_set`, the workspace file's service."""
+    by `person_groups_set`, the workspace file's service. The people whose memberships
+    change are locked (in id order) and their groups read under the lock, so a
+    concurrent change of another group's members is kept, not undone."""
     wanted = {p.pk for p in members}
-    current = list(group.members.select_related("user").prefetch_related("groups"))
-    for person in current:
-        if person.pk not in wanted:
-            person_groups_set(
-                person=person, groups=[g for g in person.groups.all() if g.pk != group.pk]
-            )
-    have = {p.pk for p in current}
-    for person in members:
-        if person.pk not in have:
-            person_groups_set(person=person, groups=[*person.groups.all(), group])
+    have = set(group.members.values_list("pk", flat=True))
+    changing = sorted(have ^ wanted)
+    list(
+        Person.objects.select_for_update()
+        .filter(pk__in=changing)
+        .order_by("pk")
+        .values_list("pk", flat=True)
+    )
+    people = Person.objects.select_related("user").prefetch_related("groups")
+    for person in people.filter(pk__in=changing):
+        others = [g for g in person.groups.all() if g.pk != group.pk]
+        person_groups_set(person=person, groups=[*others, group] if person.pk in wanted else others)
 
 
 @transaction.atomic
@@ -272,10 +285,13 @@ class SsoInvalid(InvalidInput):
 
 
 def issuer_problem(issuer: str) -> str | None:
-    """Why an issuer URL is refused, or None: https (http only on a loopback address, for
-    tests and local providers), a host, no query or fragment."""
+    """Why an issuer URL is refused, or None: https, a host, no query or fragment. A
+    loopback host (127.0.0.1, localhost, ::1), over http or https, only with
+    `SSO_ALLOW_INSECURE_ISSUER` (default: DEBUG; the tests and a local provider)."""
     parts = urlsplit(issuer.strip())
     loopback = parts.hostname in ("127.0.0.1", "localhost", "::1")
+    if loopback and not settings.SSO_ALLOW_INSECURE_ISSUER:
+        return "issuer: a loopback address is refused (SSO_ALLOW_INSECURE_ISSUER is off)."
     if parts.scheme != "https" and not (parts.scheme == "http" and loopback):
         return "issuer: an https URL (the provider's issuer identifier)."
     if parts.query or parts.fragment or not parts.hostname:
@@ -292,8 +308,8 @@ def sso_configure(
     display_name: str = "",
     password_login: bool | None = None,
 ) -> SsoProvider:
-    """Set (or replace) the tenant's OpenID provider. The issuer is an https URL (http
-    only on a loopback address, for tests and local providers)."""
+    """Set (or replace) the tenant's OpenID provider. The issuer is an https URL (see
+    `issuer_problem` for loopback addresses)."""
     issuer = issuer.strip().rstrip("/")
     problem = issuer_problem(issuer)
     if problem is not None:

@@ -7,16 +7,19 @@ The person signed in is the tenant's active person whose verified email (`email`
 `email_verified: true`) or Entra object id (`oid`, else `sub`) alias matches. Sign-in
 never creates a person. Every refusal is a 403 page saying why, with no session."""
 
+import hashlib
 import logging
-from typing import Any
+from typing import Any, cast
 from urllib.parse import parse_qs, urlencode, urlsplit
 
 import requests
 from authlib.integrations.base_client import OAuthError
 from authlib.integrations.django_client import DjangoOAuth2App
 from authlib.integrations.django_client.integration import DjangoIntegration
-from django.contrib.auth import login
+from django.conf import settings
+from django.contrib.auth import login, logout
 from django.contrib.auth.views import LoginView
+from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import reverse
@@ -45,11 +48,59 @@ class Refusal(Exception):
         self.reason = reason
 
 
+class CachedOidcApp(DjangoOAuth2App):
+    """Authlib's Django client with the provider's discovery document and JWKS kept in the
+    Django cache for SSO_METADATA_CACHE_SECONDS (not fetched at every login and
+    callback). A token signed with a key id not in the cached JWKS makes Authlib fetch
+    the JWKS again (`fetch_jwk_set(force=True)`), which refreshes the cache: a rotated
+    key works at once. The discovery document must name the configured issuer."""
+
+    def __init__(self, provider: SsoProvider, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.issuer = provider.issuer.rstrip("/")
+
+    def _cache_key(self, what: str) -> str:
+        return f"sso:{what}:{hashlib.sha256(self.issuer.encode()).hexdigest()}"
+
+    def load_server_metadata(self) -> dict[str, Any]:
+        if "_loaded_at" in self.server_metadata:
+            return cast(dict[str, Any], self.server_metadata)
+        cached = cache.get(self._cache_key("discovery"))
+        if cached is not None:
+            self.server_metadata.update(cached)
+            return cast(dict[str, Any], self.server_metadata)
+        metadata = cast(dict[str, Any], super().load_server_metadata())
+        named = metadata.get("issuer")
+        if not isinstance(named, str) or named.rstrip("/") != self.issuer:
+            self.server_metadata.clear()
+            log.warning("sso discovery issuer %r is not the configured %s", named, self.issuer)
+            raise Refusal(
+                "The sign-in provider's discovery document names another issuer than the "
+                "one configured; ask your administrator to check the issuer URL."
+            )
+        cache.set(self._cache_key("discovery"), dict(metadata), _ttl())
+        return metadata
+
+    def fetch_jwk_set(self, force: bool = False) -> Any:
+        if not force:
+            cached = cache.get(self._cache_key("jwks"))
+            if cached is not None:
+                return cached
+        jwk_set = super().fetch_jwk_set(force=True)
+        cache.set(self._cache_key("jwks"), jwk_set, _ttl())
+        return jwk_set
+
+
+def _ttl() -> int:
+    return int(settings.SSO_METADATA_CACHE_SECONDS)
+
+
 def oidc_client(provider: SsoProvider) -> DjangoOAuth2App:
     """The tenant's OpenID client (state kept under a per-tenant session key, so a
     state issued for one tenant is unknown at another's callback)."""
     name = f"sso-{provider.tenant.slug}"
-    return DjangoOAuth2App(
+    return CachedOidcApp(
+        provider,
         DjangoIntegration(name),
         name,
         client_id=provider.client_id,
@@ -115,6 +166,7 @@ def sso_callback(request: HttpRequest, tenant: str) -> HttpResponse:
         claims = _verified_claims(request, provider)
         person = _person_for(provider, claims)
     except Refusal as refusal:
+        logout(request)  # a refused sign-in leaves no session, not even an earlier one
         return _refused(request, tenant, refusal)
     login(request, person.user, backend=SESSION_BACKEND)
     return HttpResponseRedirect(next_url or DEFAULT_NEXT)
@@ -163,20 +215,28 @@ def _person_for(provider: SsoProvider, claims: dict[str, Any]) -> Person:
     return person
 
 
+def sso_choice(request: HttpRequest) -> dict[str, Any]:
+    """The login pages' single sign-on part: with `tenant` (query or form) of a tenant
+    that has an OpenID provider, its "Sign in with <provider>" link; otherwise a field
+    for the organisation's name (tenant slug) that reloads the page with it. The tenants
+    with a provider are never listed."""
+    slug = (request.GET.get("tenant") or request.POST.get("tenant") or "").strip().lower()
+    next_url = safe_next(request, request.GET.get("next") or request.POST.get("next"))
+    context: dict[str, Any] = {"sso_tenant": slug, "sso_next": next_url}
+    provider = SsoProvider.objects.filter(tenant__slug=slug).first() if slug else None
+    if provider is not None:
+        context["sso"] = {
+            "label": provider.label,
+            "url": f"{reverse('sso-login', args=[slug])}?{urlencode({'next': next_url})}",
+            "passwords": provider.password_login,
+        }
+    return context
+
+
 class SignInView(LoginView):
     """`/accounts/login/`: with `?tenant=SLUG` of a tenant that has an OpenID provider,
     it offers "Sign in with <provider>" (and hides the password form when the tenant
-    turned password sign-in off)."""
+    turned password sign-in off); without, a field for the organisation (`sso_choice`)."""
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
-        context = super().get_context_data(**kwargs)
-        slug = self.request.GET.get("tenant") or self.request.POST.get("tenant") or ""
-        provider = SsoProvider.objects.filter(tenant__slug=slug).first() if slug else None
-        if provider is not None:
-            next_url = safe_next(self.request, self.request.GET.get("next"))
-            context["sso"] = {
-                "label": provider.label,
-                "url": f"{reverse('sso-login', args=[slug])}?{urlencode({'next': next_url})}",
-                "passwords": provider.password_login,
-            }
-        return context
+        return {**super().get_context_data(**kwargs), **sso_choice(self.request)}

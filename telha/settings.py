@@ -278,6 +278,16 @@ def cache_config(url: str) -> dict[str, Any]:
 # in production; the default is one process's memory.
 CACHES = {"default": cache_config(env.str("CACHE_URL", default="locmemcache://telha"))}
 
+# OpenID issuers on a loopback address (http://127.0.0.1:…, a local or stub provider):
+# refused unless this is on (docs/configuration.md).
+SSO_ALLOW_INSECURE_ISSUER = env.bool("SSO_ALLOW_INSECURE_ISSUER", default=DEBUG)
+# How long discovery documents and JWKS of OpenID providers stay in the cache (seconds).
+SSO_METADATA_CACHE_SECONDS = env.int("SSO_METADATA_CACHE_SECONDS", default=300)
+
+# SCIM emails on the reserved `.test` domain (demo and test tenants): accepted only with
+# this on (it switches email-validator's test mode on for the whole process).
+SCIM_ALLOW_TEST_DOMAINS = env.bool("SCIM_ALLOW_TEST_DOMAINS", default=DEBUG)
+
 SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
 SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")
 SLACK_API_URL = env.str("SLACK_API_URL", default="https://slack.com/api/")

@@ -13,6 +13,8 @@ PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 ALLOWED_HOSTS = ["testserver", "127.0.0.1", "localhost"]
 CLARIFY = {**CLARIFY}
 JOBS_DISPATCH = False
+SCIM_ALLOW_TEST_DOMAINS = True  # every test tenant's people are on `.test`
+SSO_ALLOW_INSECURE_ISSUER = True  # the OpenID stub provider serves http on 127.0.0.1
 # Static files from the apps' folders, as with DEBUG=1: nothing collected before a test
 # (the production tests run `telha collectstatic` themselves; tests/test_production.py).
 STORAGES = {

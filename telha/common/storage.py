@@ -9,7 +9,10 @@ tables it changed:
 - SQLite: `PRAGMA secure_delete = ON` for the transaction (SQLite overwrites the content
   it deletes with zeros, in freed pages and inside pages alike), then, once it has
   committed, `PRAGMA wal_checkpoint(TRUNCATE)`: every page is written back to the
-  database file and the log is emptied, so neither file holds the old bytes.
+  database file and the log is emptied, so neither file holds the old bytes. A reader
+  of another connection can block it: it is retried CHECKPOINT_ATTEMPTS times with a
+  doubling pause, and if still blocked `Reclaim.pending` says so (SQLite's automatic
+  checkpoints never truncate the log, so the erased bytes may stay in it).
 - PostgreSQL: `VACUUM` of each table, once the transaction has committed (it cannot run
   inside one): the dead tuples are removed and their space marked free. Until then, and in
   PostgreSQL's WAL, base backups and the free space of data pages until it is reused, the
@@ -18,11 +21,26 @@ tables it changed:
 
 import contextlib
 import logging
+import time
 from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any
 
 from django.db import connections, transaction
 
 log = logging.getLogger(__name__)
+
+CHECKPOINT_ATTEMPTS = 5
+CHECKPOINT_FIRST_PAUSE = 0.05  # seconds, doubled after each blocked attempt (~1.5 s in all)
+
+
+@dataclass
+class Reclaim:
+    """What `storage_reclaim` did once the transaction committed: `pending` is true when
+    SQLite's WAL checkpoint was still blocked by a reader after every attempt."""
+
+    ran: bool = False
+    pending: bool = False
 
 
 @contextlib.contextmanager
@@ -44,33 +62,51 @@ def secure_delete(using: str = "default") -> Iterator[None]:
             cursor.execute(f"PRAGMA secure_delete = {previous}")
 
 
-def storage_reclaim(tables: Iterable[str], using: str = "default") -> None:
+def storage_reclaim(tables: Iterable[str], using: str = "default") -> Reclaim:
     """Once the current transaction commits (now, outside one): SQLite's WAL checkpointed
     and truncated, or PostgreSQL's `tables` vacuumed. Inside a transaction that never
-    commits for real (a test's), nothing runs."""
+    commits for real (a test's), nothing runs. The `Reclaim` returned is filled in then."""
     names = sorted(set(tables))
-    transaction.on_commit(lambda: _reclaim(names, using), using=using)
+    outcome = Reclaim()
+    transaction.on_commit(lambda: _reclaim(names, using, outcome), using=using)
+    return outcome
 
 
-def _reclaim(tables: list[str], using: str) -> None:
+def _reclaim(tables: list[str], using: str, outcome: Reclaim) -> None:
     connection = connections[using]
     if connection.in_atomic_block:
         # Still inside an outer transaction (a test's, which never commits): neither a
         # checkpoint nor VACUUM can see the erasure as committed.
         log.info("storage reclaim skipped: still inside a transaction")
         return
-    with connection.cursor() as cursor:
-        if connection.vendor == "sqlite":
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            busy, frames, copied = cursor.fetchone()
-            if busy:
-                log.warning(
-                    "storage reclaim: the WAL checkpoint was blocked by a reader "
-                    "(%s of %s frames copied); the log is emptied at the next checkpoint",
-                    copied,
-                    frames,
-                )
-        elif connection.vendor == "postgresql":
-            quote = connection.ops.quote_name
+    outcome.ran = True
+    if connection.vendor == "sqlite":
+        outcome.pending = not _checkpoint(connection)
+    elif connection.vendor == "postgresql":
+        quote = connection.ops.quote_name
+        with connection.cursor() as cursor:
             for table in tables:
                 cursor.execute(f"VACUUM {quote(table)}")
+
+
+def _checkpoint(connection: Any) -> bool:
+    """`PRAGMA wal_checkpoint(TRUNCATE)`, retried while a reader blocks it; False when it
+    was still blocked at the last attempt."""
+    pause = CHECKPOINT_FIRST_PAUSE
+    for attempt in range(1, CHECKPOINT_ATTEMPTS + 1):
+        with connection.cursor() as cursor:
+            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            busy, frames, copied = cursor.fetchone()
+        if not busy:
+            return True
+        if attempt < CHECKPOINT_ATTEMPTS:
+            time.sleep(pause)
+            pause *= 2
+    log.warning(
+        "storage reclaim: the WAL checkpoint was blocked by a reader %s times "
+        "(%s of %s frames copied); the erased bytes may stay in the log",
+        CHECKPOINT_ATTEMPTS,
+        copied,
+        frames,
+    )
+    return False

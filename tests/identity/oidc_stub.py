@@ -38,6 +38,7 @@ class OidcStub:
     sign_with: RSAKey | None = None  # another key: a badly signed token
     grants: dict[str, Grant] = field(default_factory=dict)
     token_requests: list[dict[str, str]] = field(default_factory=list)
+    gets: list[str] = field(default_factory=list)  # the paths of every GET served
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def discovery(self) -> dict[str, Any]:
@@ -85,7 +86,8 @@ class OidcStub:
             **self.claims,
             **self.override,
         }
-        id_token = jwt.encode({"alg": "RS256", "kid": "k1"}, claims, self.sign_with or self.key)
+        key = self.sign_with or self.key
+        id_token = jwt.encode({"alg": "RS256", "kid": key.kid}, claims, key)
         return 200, {
             "access_token": "at-" + secrets.token_urlsafe(8),
             "token_type": "Bearer",
@@ -112,6 +114,7 @@ def _handler(stub: OidcStub) -> type[BaseHTTPRequestHandler]:
 
         def do_GET(self) -> None:
             parts = urlsplit(self.path)
+            stub.gets.append(parts.path)
             if parts.path == "/.well-known/openid-configuration":
                 return self._json(200, stub.discovery())
             if parts.path == "/jwks":

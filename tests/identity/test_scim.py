@@ -428,3 +428,36 @@ def test_group_membership_patches_as_entra_sends_them(scim, people):
     assert not alice.groups.filter(pk=legal.pk).exists()
     assert not legal.auth_group.user_set.filter(pk=alice.user_id).exists()
     assert str(alice.pk) not in {m["value"] for m in removed.json()["members"]}
+
+
+def test_test_domains_are_accepted_only_with_the_setting(monkeypatch, scim):
+    import email_validator
+    from django.apps import apps
+    from django.test import override_settings
+
+    monkeypatch.setattr(email_validator, "TEST_ENVIRONMENT", False)
+    with override_settings(SCIM_ALLOW_TEST_DOMAINS=False):
+        apps.get_app_config("identity").ready()
+    assert email_validator.TEST_ENVIRONMENT is False
+    before = everything()
+    assert_scim_error(scim.post("Users", NORA), 400)
+    assert everything() == before
+    with override_settings(SCIM_ALLOW_TEST_DOMAINS=True):
+        apps.get_app_config("identity").ready()
+    assert email_validator.TEST_ENVIRONMENT is True
+    assert scim.post("Users", NORA).status_code == 201
+
+
+def test_a_user_name_of_another_tenant_is_a_409_that_does_not_name_it(scim, people):
+    workspace_load(
+        data={"tenant": "globex", "people": [{"name": "Gus", "email": "gus@globex.test"}]}
+    )
+    before = everything()
+    elsewhere = scim.post("Users", {**NORA, "userName": "gus@globex.test"})
+    here = scim.post("Users", {**NORA, "userName": people["olga"].user.username})
+    for response in (elsewhere, here):
+        assert_scim_error(response, 409, "uniqueness")
+        assert "not available" in response.json()["detail"]
+        assert "globex" not in response.json()["detail"].replace("gus@globex.test", "")
+        assert "tenant" not in response.json()["detail"]
+    assert everything() == before

@@ -12,13 +12,14 @@ from urllib.parse import parse_qs, urlsplit
 
 import pytest
 import requests
+from django.core.cache import cache
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from django.test import Client
+from django.test import Client, override_settings
 from joserfc.jwk import RSAKey
 
 from identity.models import SsoProvider
-from identity.services import person_deprovision, sso_configure
+from identity.services import SsoInvalid, person_deprovision, sso_configure
 from telha.tenancy.models import Person
 from telha.tenancy.services import workspace_load
 
@@ -32,6 +33,7 @@ ALICE = {"sub": "sub-alice", "email": "alice@acme.test", "email_verified": True}
 
 @pytest.fixture
 def oidc(workspace):
+    cache.clear()  # discovery and JWKS are cached per issuer; a port may be reused
     stub, server = oidc_stub.start()
     sso_configure(
         tenant=workspace,
@@ -184,8 +186,9 @@ def test_a_forged_or_replayed_state_is_refused_before_the_provider_is_asked(oidc
     first = Client()
     response = first.get("/sso/acme/login/")
     path, params = provider_redirect(oidc, response["Location"])
-    assert first.get(path, params).status_code == 302
-    first.logout()
+    assert first.get(path, params).status_code == 302 and signed_in(first)
+    # Replayed in the same session (no logout in between): the state was used already,
+    # the provider is not asked again and the session ends.
     refused(first, first.get(path, params), "not started here")
     assert len(oidc.token_requests) == 1
 
@@ -316,3 +319,58 @@ def test_a_steward_signs_in_to_the_admin_through_the_provider(oidc, people):
     client = Client()
     assert sign_in(client, oidc, next="/admin/")["Location"] == "/admin/"
     assert client.get("/admin/").status_code == 200
+
+
+@override_settings(SSO_ALLOW_INSECURE_ISSUER=False)
+def test_a_loopback_issuer_is_refused_unless_allowed(workspace):
+    before = everything()
+    for issuer in (
+        "http://127.0.0.1:8080",
+        "http://localhost",
+        "https://localhost/t",
+        "http://[::1]",
+    ):
+        with pytest.raises(SsoInvalid, match="loopback"):
+            sso_configure(tenant=workspace, issuer=issuer, client_id="c", client_secret="s")
+    assert not SsoProvider.objects.exists() and everything() == before
+    sso_configure(
+        tenant=workspace, issuer="https://login.example.test", client_id="c", client_secret="s"
+    )
+
+
+def test_a_discovery_document_naming_another_issuer_is_refused(oidc):
+    oidc.claims = ALICE
+    genuine = oidc.discovery
+    oidc.discovery = lambda: {**genuine(), "issuer": "https://evil.example.test"}  # type: ignore[method-assign]
+    client = Client()
+    before = everything()
+    refused(client, client.get("/sso/acme/login/"), "names another issuer")
+    assert oidc.gets == ["/.well-known/openid-configuration"] and oidc.token_requests == []
+    assert everything() == before
+
+
+def test_discovery_and_jwks_are_cached_and_a_new_key_id_refreshes_the_jwks(oidc, people):
+    oidc.claims = ALICE
+    for _ in range(2):
+        client = Client()
+        assert sign_in(client, oidc).status_code == 302 and signed_in(client)
+    discovery, jwks = "/.well-known/openid-configuration", "/jwks"
+    assert (oidc.gets.count(discovery), oidc.gets.count(jwks)) == (1, 1)
+    oidc.key = RSAKey.generate_key(2048, {"kid": "k2"})  # the provider rotated its key
+    client = Client()
+    assert sign_in(client, oidc).status_code == 302 and signed_in(client)
+    assert (oidc.gets.count(discovery), oidc.gets.count(jwks)) == (1, 2)
+
+
+@pytest.mark.parametrize("page", ["/accounts/login/"])
+def test_the_login_page_leads_to_the_providers_button(oidc, page):
+    # Where the inbox sends a visitor: a field for the organisation, no tenant listed.
+    landing = Client().get("/inbox/")
+    assert landing.status_code == 302
+    html = Client().get(page, {"next": "/inbox/"}).content.decode()
+    assert 'name="tenant"' in html and "Sign in with" not in html and "acme" not in html
+    unknown = Client().get(page, {"tenant": "nope"}).content.decode()
+    assert "No single sign-on is configured" in unknown
+    chosen = Client().get(page, {"tenant": "acme", "next": "/admin/"}).content.decode()
+    assert "Sign in with Test IdP" in chosen and "/sso/acme/login/?next=%2Fadmin%2F" in chosen
+    assert 'name="password"' in chosen

@@ -4,7 +4,7 @@ source text, answers and another tenant's audit, erase her (`telha gdpr_erase`, 
 `plain` the in-tenant executor alone, as before issue 19) and print, as JSON, which
 needles the database file and its WAL hold before and after.
 
-    python -m tests.steward.erasure_bytes_child {cli|plain}
+    python -m tests.steward.erasure_bytes_child {cli|plain|blocked}
 """
 
 import json
@@ -20,6 +20,8 @@ NEEDLES = {
     "slackUserId": "U0ALICEBYTES",
     "teamsUserId": "29:alice-bytes-teams",
     "aadOid": "9f0c1a2b-0000-4000-8000-0000b17e5a11",
+    # Her user principal name: provisioned by SCIM as her userName (alias and sign-in name).
+    "upn": "alice.bytes@corp.acme.test",
     # Her name as the SQLite search index holds it (FTS5, porter stem of "Alice").
     "searchTerm": "alic",
 }
@@ -58,6 +60,7 @@ def _world() -> dict[str, Any]:
     acme = workspace_load(
         data={"tenant": "acme", "name": "Acme", "groups": ["legal"], "people": [alice, bob]}
     ).tenant
+    _provision(acme)
     gil = {"name": "Gil Globex", "email": "gil@globex.test", "role": "editor", "groups": ["x"]}
     globex = workspace_load(
         data={"tenant": "globex", "name": "Globex", "groups": ["x"], "people": [gil]}
@@ -89,6 +92,46 @@ def _world() -> dict[str, Any]:
     )
     assert resp.status_code in (200, 202), resp.content
     return {"acme": acme, "globex": globex, "person": person}
+
+
+def _provision(acme: Any) -> None:
+    """Her identity provider provisions her, as a SCIM PUT does: her UPN becomes her
+    userName (sign-in name) and `upn` alias."""
+    from identity.services import PersonSpec, person_provision
+
+    spec = PersonSpec(
+        user_name=NEEDLES["upn"],
+        email=NEEDLES["email"],
+        name=NEEDLES["name"],
+        roles=["editor"],
+        external_id=NEEDLES["aadOid"],
+    )
+    person_provision(tenant=acme, spec=spec, person=acme.people.get(email=NEEDLES["email"]))
+
+
+def _erase_behind_a_reader(db: Path) -> dict[str, Any]:
+    """`telha gdpr_erase --json` while another connection holds a read transaction open
+    (its snapshot predates the erasure, so no checkpoint can truncate the log)."""
+    import io
+    import sqlite3
+
+    from django.core.management import call_command
+    from django.core.management.base import CommandError
+
+    reader = sqlite3.connect(db, isolation_level=None)
+    reader.execute("BEGIN")
+    reader.execute("SELECT count(*) FROM sqlite_master").fetchone()
+    out, status, message = io.StringIO(), 0, ""
+    try:
+        call_command(
+            "gdpr_erase", "--tenant", "acme", "--person", NEEDLES["email"], "--json", stdout=out
+        )
+    except CommandError as exc:
+        status, message = exc.returncode, str(exc)
+    finally:
+        reader.execute("ROLLBACK")
+        reader.close()
+    return {"counts": json.loads(out.getvalue()), "status": status, "message": message}
 
 
 def _tap_elsewhere(globex: Any) -> None:
@@ -125,6 +168,9 @@ def main(mode: str) -> None:
     _tap_elsewhere(world["globex"])
     db = Path(connection.settings_dict["NAME"])
     before = found(db)
+    if mode == "blocked":
+        print(json.dumps(_erase_behind_a_reader(db)))
+        return
     if mode == "plain":
         from clarify.stewardship import gdpr_erase
 

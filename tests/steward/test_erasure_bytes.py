@@ -54,9 +54,18 @@ def test_gdpr_erase_leaves_no_bytes_in_the_sqlite_file_or_its_wal(tmp_path):
     result = erase_in_child("cli", tmp_path)
     # Before: every needle is in the files (the scan can find them).
     before = {n for hits in result["before"].values() for n in hits}
-    assert before == {"email", "name", "slackUserId", "teamsUserId", "aadOid", "searchTerm"}, result
+    needles = {"email", "name", "slackUserId", "teamsUserId", "aadOid", "upn", "searchTerm"}
+    assert before == needles, result
     assert result["after"] == {}, result
     assert "telha.sqlite3" in result["files"]
+
+
+def test_a_checkpoint_blocked_by_a_reader_is_reported_not_passed_off_as_done(tmp_path):
+    """A reader holding a snapshot blocks the WAL truncation at every retry: the command
+    prints the counts with `walCheckpointPending: 1` and exits with status 2."""
+    result = erase_in_child("blocked", tmp_path)
+    assert result["counts"]["walCheckpointPending"] == 1, result
+    assert result["status"] == 2 and result["message"].startswith("CHECKPOINT_PENDING"), result
 
 
 @pytest.mark.slow

@@ -40,3 +40,11 @@ class Command(BaseCommand):
             self.stdout.write(
                 "Erased. " + ", ".join(f"{k}: {v}" for k, v in sorted(counts.items()))
             )
+        if counts.get("walCheckpointPending"):
+            # Erased and committed; only the log truncation is missing (exit status 2).
+            raise CommandError(
+                "CHECKPOINT_PENDING: erased, but a reader blocked the WAL checkpoint, so the "
+                "erased bytes may stay in the -wal file: when no other process reads the "
+                "database, run `sqlite3 DB 'PRAGMA wal_checkpoint(TRUNCATE)'`",
+                returncode=2,
+            )
