@@ -2,6 +2,7 @@
 service token. Another tenant's resources are 404 and never match a filter. Errors are
 SCIM error bodies (`urn:ietf:params:scim:api:messages:2.0:Error`) on these paths."""
 
+from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
 from django.db import IntegrityError, transaction
@@ -108,11 +109,12 @@ class ServiceProviderConfigView(ScimView):
         return Response(scim.service_provider_config(self.base(request), docs))
 
 
-class _Discovery(ScimView):
+class _Discovery(ScimView, ABC):
     """A fixed list of documents (ResourceTypes, Schemas), each also at /<id>."""
 
+    @abstractmethod
     def documents(self, base: str) -> list[dict[str, Any]]:
-        raise NotImplementedError
+        """Each concrete view defines it."""
 
     def get(self, request: Request, doc_id: str | None = None) -> Response:
         docs = self.documents(self.base(request))
@@ -156,24 +158,28 @@ def _list_body(resources: list[dict[str, Any]], total: int, start: int) -> dict[
     }
 
 
-class _Resources(ScimView):
+class _Resources(ScimView, ABC):
     """Users or Groups of the caller's tenant: list (filter, startIndex, count) and
     create at the collection; read, replace, PATCH and delete at /<id>."""
 
     model: ClassVar[Any]
     columns: ClassVar[dict[str, Column]]
 
+    @abstractmethod
     def queryset(self, request: Request) -> QuerySet[Any]:
-        raise NotImplementedError
+        """Each concrete view defines it."""
 
+    @abstractmethod
     def doc(self, obj: Any, base: str) -> dict[str, Any]:
-        raise NotImplementedError
+        """Each concrete view defines it."""
 
+    @abstractmethod
     def provision(self, request: Request, parsed: Any, obj: Any = None) -> Model:
-        raise NotImplementedError
+        """Each concrete view defines it."""
 
+    @abstractmethod
     def remove(self, obj: Any) -> None:
-        raise NotImplementedError
+        """Each concrete view defines it."""
 
     def _object(self, request: Request, res_id: str) -> Any:
         obj = self.queryset(request).filter(FilterToQ(self.columns)._column_id(res_id)).first()

@@ -49,6 +49,82 @@ def _us(d: date | None) -> int | None:
     return day_us(d) if d is not None else None
 
 
+class _Shape:
+    """The Submission's arrays as they are built: spans (each once), nodes, edges."""
+
+    def __init__(self) -> None:
+        self.spans: list[dict[str, int]] = []
+        self.nodes: list[dict[str, Any]] = []
+        self.edges: list[dict[str, Any]] = []
+        self.ref_of: dict[str, int] = {}  # fact key -> node ref
+        self.person_ref: dict[str, int] = {}  # person key -> node ref
+
+    def span_ref(self, span: tuple[int, int] | None) -> int | None:
+        if span is None:
+            return None
+        item = {"start": span[0], "end": span[1]}
+        if item not in self.spans:
+            self.spans.append(item)
+        return self.spans.index(item)
+
+    def fact_add(self, fact: Any, span: tuple[int, int] | None) -> None:
+        vf, vt = _us(fact.valid_from), _us(fact.valid_to)
+        if vf is not None and vt is not None and vf >= vt:
+            vt = None
+        self.ref_of[fact.key] = len(self.nodes)
+        self.nodes.append(
+            {
+                "ref": len(self.nodes),
+                "key": fact.key,
+                "labels": fact.labels,
+                "properties": fact.properties,
+                "validFrom": vf,
+                "validTo": vt,
+                "confidence": fact.confidence,
+                "spanRef": self.span_ref(span),
+            }
+        )
+
+    def person_edges_add(self, targets: list[str], edge_type: str, person: Any) -> None:
+        key = person.key()
+        if key not in self.person_ref:
+            props = {"name": person.name} if person.name else {}
+            if person.email:
+                props["email"] = person.email
+            self.person_ref[key] = len(self.nodes)
+            self.nodes.append(
+                {
+                    "ref": len(self.nodes),
+                    "key": f"person:{key}"[:500],
+                    "labels": ["PERSON"],
+                    "properties": props,
+                }
+            )
+        for target in targets:
+            if target not in self.ref_of:
+                continue
+            edge = {"type": edge_type, "from": self.ref_of[target], "to": self.person_ref[key]}
+            if edge not in self.edges:
+                self.edges.append(edge)
+
+    def ambiguity(self, finding: Any) -> dict[str, Any]:
+        return {
+            "nodeRef": self.ref_of[finding.node_key],
+            "kind": finding.kind,
+            "candidates": [
+                {
+                    "validFrom": _us(c.valid_from),
+                    "validTo": _us(c.valid_to),
+                    "label": c.label[:200],
+                    "spanRef": self.span_ref(c.span),
+                }
+                for c in finding.candidates
+            ],
+            "detectorConfidence": finding.detector_confidence,
+            "appliedCandidateConfidence": finding.applied_candidate_confidence,
+        }
+
+
 def to_submission(
     detection: Detection,
     *,
@@ -61,83 +137,16 @@ def to_submission(
 ) -> dict[str, Any]:
     """The Submission for a detection. Ambiguities are emitted only when the capability
     flag (`options.clarify`) is on; the best guess is then applied by the core."""
-    spans: list[dict[str, int]] = []
-
-    def span_ref(span: tuple[int, int] | None) -> int | None:
-        if span is None:
-            return None
-        item = {"start": span[0], "end": span[1]}
-        if item not in spans:
-            spans.append(item)
-        return spans.index(item)
-
-    nodes: list[dict[str, Any]] = []
-    ref_of: dict[str, int] = {}
+    shape = _Shape()
     findings = {f.node_key: f for f in detection.findings} if clarify else {}
     for fact in detection.facts:
         finding = findings.get(fact.key)
-        vf, vt = _us(fact.valid_from), _us(fact.valid_to)
-        if vf is not None and vt is not None and vf >= vt:
-            vt = None
-        ref_of[fact.key] = len(nodes)
-        nodes.append(
-            {
-                "ref": len(nodes),
-                "key": fact.key,
-                "labels": fact.labels,
-                "properties": fact.properties,
-                "validFrom": vf,
-                "validTo": vt,
-                "confidence": fact.confidence,
-                "spanRef": span_ref(finding.span if finding and finding.span else fact.span),
-            }
-        )
-    edges: list[dict[str, Any]] = []
-    person_ref: dict[str, int] = {}
+        shape.fact_add(fact, finding.span if finding and finding.span else fact.span)
     for fact_key, edge_type, person in detection.people:
-        if not person.key():
-            continue
-        if person.key() not in person_ref:
-            props = {"name": person.name} if person.name else {}
-            if person.email:
-                props["email"] = person.email
-            person_ref[person.key()] = len(nodes)
-            nodes.append(
-                {
-                    "ref": len(nodes),
-                    "key": f"person:{person.key()}"[:500],
-                    "labels": ["PERSON"],
-                    "properties": props,
-                }
-            )
-        targets = [f.key for f in detection.facts] if fact_key == "*" else [fact_key]
-        for target in targets:
-            if target not in ref_of:
-                continue
-            edge = {"type": edge_type, "from": ref_of[target], "to": person_ref[person.key()]}
-            if edge not in edges:
-                edges.append(edge)
-    ambiguities = []
-    for finding in findings.values():
-        if finding.node_key not in ref_of:
-            continue
-        ambiguities.append(
-            {
-                "nodeRef": ref_of[finding.node_key],
-                "kind": finding.kind,
-                "candidates": [
-                    {
-                        "validFrom": _us(c.valid_from),
-                        "validTo": _us(c.valid_to),
-                        "label": c.label[:200],
-                        "spanRef": span_ref(c.span),
-                    }
-                    for c in finding.candidates
-                ],
-                "detectorConfidence": finding.detector_confidence,
-                "appliedCandidateConfidence": finding.applied_candidate_confidence,
-            }
-        )
+        if person.key():
+            targets = [f.key for f in detection.facts] if fact_key == "*" else [fact_key]
+            shape.person_edges_add(targets, edge_type, person)
+    ambiguities = [shape.ambiguity(f) for f in findings.values() if f.node_key in shape.ref_of]
     return {
         "source": {
             "system": system,
@@ -148,8 +157,8 @@ def to_submission(
             "acl": acl if acl is not None else detection.acl,
             "restriction": restriction or detection.restriction,
         },
-        "spans": spans,
-        "nodes": nodes,
-        "edges": edges,
+        "spans": shape.spans,
+        "nodes": shape.nodes,
+        "edges": shape.edges,
         "ambiguities": ambiguities,
     }
