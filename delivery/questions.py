@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
-from telha.common.times import from_us, to_us
+from telha.common.times import MONTHS, from_us, to_us
 from telha.graph.search import STOPWORDS as SEARCH_STOPWORDS
 from telha.graph.search import search_terms
 
@@ -121,27 +121,6 @@ QUESTION_WORDS = frozenset(
         "there",
     ]
 )
-MONTHS = {
-    name: i
-    for i, names in enumerate(
-        (
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ),
-        start=1,
-    )
-    for name in names
-}
 _MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
 _YEAR = r"(?:19|20|21)\d\d"
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+({_YEAR})\b")

@@ -576,7 +576,7 @@ def test_request_metrics_name_endpoints_never_paths(client, settings, db):
     assert endpoints == {"unmatched", "node", "static", "healthz"}
     assert requests[(("endpoint", "healthz"), ("method", "other"), ("status", "405"))] == 1
     text = client.get("/metrics").content.decode()
-    assert "1234" not in text and "5678" not in text
+    assert "page-1234" not in text and "abc-5678" not in text
 
 
 def test_metrics_token(client, settings, db):

@@ -92,7 +92,8 @@ def sign_in(page: Any, url: str, email: str, password: str) -> None:
     page.goto(url)
     page.fill("#id_username", email)
     page.fill("#id_password", password)
-    page.locator("form [type=submit]").click()
+    # The password form (the sign-in page also has a single sign-on form above it).
+    page.locator("form:has(#id_password) [type=submit]").click()
 
 
 def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):

@@ -200,7 +200,7 @@ def _walk(page: Any, base: str, clar: Any) -> dict[str, Any]:
     page.goto(f"{base}/accounts/login/")
     page.fill("input[name=username]", "alice@acme.test")
     page.fill("input[name=password]", PASSWORD)
-    page.click("button[type=submit], input[type=submit]")
+    page.click("form.login [type=submit]")
     page.wait_for_url(re.compile(r"/inbox/$"))
     violations.extend(page.evaluate("window.__csp"))
 
