@@ -16,6 +16,7 @@ from telha.ingest.detection.build import FileInput, detect
 from telha.ingest.documents import ingest_file, people_by_name
 from telha.ingest.formats import extract, ocr
 from telha.tenancy.models import AliasKind, PersonAlias
+from tests.debian import debian_program
 
 from .docgen import docx_file, html_file, msg_file, pdf_file, scanned_pdf, xlsx_file
 
@@ -69,8 +70,8 @@ def test_a_scan_without_ocr_is_undated_with_no_span(monkeypatch):
     assert [c.label for c in finding.candidates] == ["2 March 2026 (PDF creation date)"]
 
 
-@pytest.mark.skipif(not ocr.shutil.which("tesseract"), reason="Tesseract is not installed")
-def test_a_scan_is_read_by_tesseract_when_it_is_installed():
+def test_a_scan_is_read_by_tesseract():
+    debian_program("tesseract", ["tesseract-ocr", "tesseract-ocr-eng"])
     got = extract(scanned_pdf(), "scan.pdf")
     assert got.ocr and not got.scanned
     assert "AGREEMENT" in got.text.upper()

@@ -9,10 +9,7 @@ had, the test is skipped with the reason.
 """
 
 import importlib
-import os
 import re
-import shutil
-import subprocess
 import sys
 from pathlib import Path
 
@@ -20,6 +17,7 @@ import pytest
 
 from clarify.models import Clarification, State
 from telha.graph.models import NodeVersion
+from tests.debian import debian_program, run_quietly
 
 from .conftest import JUN_2026, STEWARD_PASSWORD, submit_with
 
@@ -40,37 +38,9 @@ CHROMIUM_ARGS = [
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _run(cmd: list[str], timeout: int) -> bool:
-    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
-    try:
-        done = subprocess.run(
-            cmd,
-            env=env,
-            timeout=timeout,
-            capture_output=True,
-            text=True,
-            stdin=subprocess.DEVNULL,
-            check=False,
-        )
-    except (OSError, subprocess.TimeoutExpired) as exc:
-        print(f"{' '.join(cmd)}: {exc}", file=sys.stderr)
-        return False
-    if done.returncode != 0:
-        print(f"{' '.join(cmd)} exited {done.returncode}:\n{done.stderr[-2000:]}", file=sys.stderr)
-    return done.returncode == 0
-
-
 def _chromium() -> str:
     """Debian's Chromium, installed through apt-get when missing and possible."""
-    if os.access(CHROMIUM, os.X_OK):
-        return CHROMIUM
-    if os.geteuid() != 0 or shutil.which("apt-get") is None:
-        pytest.skip(f"{CHROMIUM} is missing and apt-get cannot install it here (not root)")
-    _run(["apt-get", "update"], timeout=300)
-    _run(["apt-get", "install", "-y", "chromium", "fonts-liberation"], timeout=900)
-    if not os.access(CHROMIUM, os.X_OK):
-        pytest.skip(f"{CHROMIUM} is missing and `apt-get install chromium` did not provide it")
-    return CHROMIUM
+    return debian_program(CHROMIUM, ["chromium", "fonts-liberation"])
 
 
 def _playwright():  # type: ignore[no-untyped-def]
@@ -79,7 +49,7 @@ def _playwright():  # type: ignore[no-untyped-def]
         return importlib.import_module("playwright.sync_api")
     except ImportError:
         pass
-    ok = _run(
+    ok = run_quietly(
         [
             sys.executable,
             "-m",
