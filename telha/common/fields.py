@@ -1,10 +1,12 @@
 """DRF fields and serializer bases shared by the APIs."""
 
+import re
 from typing import Any
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+from rest_framework.validators import ProhibitSurrogateCharactersValidator
 
 from .times import TimeParseError, parse_us
 
@@ -21,6 +23,32 @@ class MicrosField(serializers.Field):
 
     def to_representation(self, value: int) -> int:
         return int(value)
+
+
+_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+class _SurrogatesRefused(ProhibitSurrogateCharactersValidator):
+    """DRF's refusal of surrogate characters, with the same error for the first one, by
+    one regex search instead of a Python loop over every character."""
+
+    def __call__(self, value: Any) -> None:
+        found = _SURROGATE.search(str(value))
+        if found:
+            message = self.message.format(code_point=ord(found.group()))
+            raise serializers.ValidationError(message, code=self.code)
+
+
+class LongTextField(serializers.CharField):
+    """A CharField for long texts (a document's text): the same validation, cheaper per
+    character."""
+
+    def __init__(self, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.validators = [
+            _SurrogatesRefused() if type(v) is ProhibitSurrogateCharactersValidator else v
+            for v in self.validators
+        ]
 
 
 class StrictSerializer(serializers.Serializer):

@@ -5,7 +5,7 @@ from rest_framework import serializers
 
 from clarify.models import Kind, Severity
 from clarify.planning import MAX_CANDIDATES_PER_AMBIGUITY
-from telha.common.fields import MicrosField, StrictSerializer
+from telha.common.fields import LongTextField, MicrosField, StrictSerializer
 
 MAX_TEXT_CHARS = 10 * 1024 * 1024
 LABEL = RegexValidator(r"^[A-Za-z][A-Za-z0-9_]{0,63}$", "Labels are letters, digits and '_'.")
@@ -17,7 +17,7 @@ class SourceInSerializer(StrictSerializer):
     externalId = serializers.CharField(max_length=500)
     title = serializers.CharField(max_length=500, required=False, allow_blank=True, default="")
     uri = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
-    text = serializers.CharField(max_length=MAX_TEXT_CHARS, allow_blank=True, trim_whitespace=False)
+    text = LongTextField(max_length=MAX_TEXT_CHARS, allow_blank=True, trim_whitespace=False)
     acl = serializers.ListField(
         child=serializers.CharField(max_length=400), max_length=1000, required=False, default=list
     )

@@ -9,6 +9,9 @@ from datetime import date
 from telha.common.times import MONTHS
 
 _MONTH = r"(?P<month>" + "|".join(sorted(MONTHS, key=len, reverse=True)) + r")\.?"
+# Where a month-first form can start: one character class tried before the alternation
+# of every month name (a lookahead, so what matches is unchanged).
+_MONTH_START = "(?=[" + "".join(sorted({name[0] for name in MONTHS})) + "])"
 _DAY = r"(?P<day>[0-3]?\d)(?:st|nd|rd|th)?"
 _YEAR = r"(?P<year>(?:19|20)\d\d)"
 
@@ -21,9 +24,12 @@ PATTERNS = [
         ),
     ),
     ("day_month_year", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH},?\s+{_YEAR}\b", re.I)),
-    ("month_day_year", re.compile(rf"\b{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I)),
+    ("month_day_year", re.compile(rf"\b{_MONTH_START}{_MONTH}\s+{_DAY},?\s+{_YEAR}\b", re.I)),
     ("day_month", re.compile(rf"\b{_DAY}\s+(?:of\s+)?{_MONTH}\b(?!\s*,?\s*(?:19|20)\d\d)", re.I)),
-    ("month_day", re.compile(rf"\b{_MONTH}\s+{_DAY}\b(?!\s*,?\s*(?:19|20)\d\d)(?!\d)", re.I)),
+    (
+        "month_day",
+        re.compile(rf"\b{_MONTH_START}{_MONTH}\s+{_DAY}\b(?!\s*,?\s*(?:19|20)\d\d)(?!\d)", re.I),
+    ),
 ]
 
 

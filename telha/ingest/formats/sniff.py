@@ -3,6 +3,7 @@ from its magic bytes; ZIP and OLE containers are then told apart by their direct
 (`word/document.xml`, `xl/workbook.xml`, an Outlook message's property streams), which
 also bounds a ZIP's declared uncompressed size before any reader inflates a byte."""
 
+import functools
 import io
 import zipfile
 
@@ -27,8 +28,40 @@ EXPECTED = {
 OOXML_PARTS = {"docx": "word/document.xml", "xlsx": "xl/workbook.xml"}
 
 
+@functools.cache
+def _signatures() -> tuple[tuple[bool, int, int, frozenset[bytes]], ...]:
+    """puremagic's header and footer signatures as (footer?, offset, end, byte strings):
+    one slice per place instead of one per signature."""
+    rows = [(False, r) for r in puremagic.main.magic_header_array]
+    rows += [(True, r) for r in puremagic.main.magic_footer_array]
+    by_place: dict[tuple[bool, int, int], set[bytes]] = {}
+    for footer, row in rows:
+        place = (footer, row.offset, row.offset + len(row.byte_match))
+        by_place.setdefault(place, set()).add(row.byte_match)
+    return tuple((*place, frozenset(strings)) for place, strings in by_place.items())
+
+
+def _may_match(data: bytes) -> bool:
+    """Whether any of puremagic's header or footer signatures is where puremagic looks
+    for it (as its `_identify_all` slices them): without one it finds nothing (its
+    multi-part signatures only extend such a match), so most text skips its full scan."""
+    head, foot = data[: puremagic.main.max_head], data[-puremagic.main.max_foot :]
+    for footer, offset, end, strings in _signatures():
+        if footer:
+            area = foot[offset:end] if end != 0 else foot[offset:]
+        elif end <= len(head):
+            area = head[offset:end]
+        else:
+            continue
+        if area in strings:
+            return True
+    return False
+
+
 def _magic(data: bytes) -> str:
     """The container puremagic recognises: pdf, zip, ole, html, or "" for none."""
+    if data and not _may_match(data[:8192]):
+        return ""
     try:
         matches = puremagic.magic_string(data[:8192])
     except puremagic.PureError:
