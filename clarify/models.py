@@ -13,7 +13,6 @@ from typing import Any, TypeVar
 from django.db import models
 
 from telha.common.observability import audit_events_count
-from telha.common.rows import rows_insert
 from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.tenancy.models import Rights, Tenant
 
@@ -252,10 +251,8 @@ class AuditEventQuerySet(models.QuerySet[_Event]):
         return created
 
     def append(self, events: list[_Event]) -> None:
-        """Insert `events` in one statement with its SQL built once (telha.common.rows:
-        the answer's audit trail, on every answer) and log them, like bulk_create."""
-        rows_insert(events)
-        _log_appended(events)
+        """Insert `events` in one statement and log them (`bulk_create`)."""
+        self.bulk_create(events)
 
 
 class AuditEvent(models.Model):
