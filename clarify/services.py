@@ -15,9 +15,10 @@ from typing import Any, cast
 from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import connections, router, transaction
+from django.db.models import Field, Model
+from django.utils import timezone
 
 from telha.common.errors import NotFound
-from telha.common.rows import RowColumns, quoted_column, row_columns, row_insert, row_update
 from telha.common.times import now_us
 from telha.graph.access import caller_source_readable_sql, person_reader, rights_within
 from telha.graph.models import Node, NodeVersion, SourceVersion
@@ -331,13 +332,42 @@ def answer_apply(
     record.binding_status = cast(str, outcome.status)
     record.outcome_status = 200 if outcome.settled else 202
     record.outcome = outcome.body
-    row_insert(record)
+    _response_insert(record)
     if outcome.kind is not OutcomeKind.BOUND:  # bind() wrote the events and the row
         audit.flush()
         if outcome.entered:
             clarification_jobs_finish(clar)
         _save(clar)
     return replace(outcome, response_id=record.pk)
+
+
+# The answer's response record, literal: the ORM's `record.save(force_insert=True)`
+# compiled anew cost twice what running it does. tests/clarify/test_hot_statements.py
+# compares the two.
+_RESPONSE_COLUMNS = (
+    "id", "clarification_id", "seq", "responder", "rights_at_answer_time", "answer_index",
+    "answer_custom", "interval_from", "interval_to", "channel", "message_ref",
+    "response_tx", "binding_status", "outcome_status", "outcome",
+)  # fmt: skip
+RESPONSE_INSERT_SQL = (
+    'INSERT INTO "clarify_responserecord" ('
+    + ", ".join(f'"{column}"' for column in _RESPONSE_COLUMNS)
+    + ") VALUES ("
+    + ", ".join(["%s"] * len(_RESPONSE_COLUMNS))
+    + ")"
+)
+
+
+def _response_insert(record: ResponseRecord) -> None:
+    connection = connections[router.db_for_write(ResponseRecord)]
+    meta = ResponseRecord._meta
+    params = [
+        cast(Field, meta.get_field(column)).get_db_prep_save(getattr(record, column), connection)
+        for column in _RESPONSE_COLUMNS
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(RESPONSE_INSERT_SQL, params)
+    record._state.adding, record._state.db = False, connection.alias
 
 
 def _binding_apply(
@@ -429,11 +459,30 @@ def _custom_stored(custom: Any, interval: Interval) -> dict[str, Any] | None:
     }
 
 
-_ANSWER_FIELDS = ("state", "quorum_state", "fact_version_tx", "responses_recorded", "updated_at")
+# The answer's update of the clarification, literal: the ORM's
+# `clar.save(update_fields=["state", "quorum_state", "fact_version_tx",
+# "responses_recorded", "updated_at"])` compiled anew cost three times what running it
+# does. tests/clarify/test_hot_statements.py compares the two.
+ANSWER_UPDATE_SQL = (
+    'UPDATE "clarify_clarification" SET "state" = %s, "quorum_state" = %s,'
+    ' "fact_version_tx" = %s, "responses_recorded" = %s, "updated_at" = %s WHERE "id" = %s'
+)
 
 
 def _save(clar: Clarification) -> None:
-    row_update(clar, _ANSWER_FIELDS)
+    connection = connections[router.db_for_write(Clarification)]
+    clar.updated_at = timezone.now()  # auto_now, as save() stamps it
+    fields = Clarification._meta
+    params = [
+        clar.state,
+        clar.quorum_state,
+        clar.fact_version_tx,
+        clar.responses_recorded,
+        fields.get_field("updated_at").get_db_prep_save(clar.updated_at, connection),
+        fields.pk.get_db_prep_save(clar.pk, connection),
+    ]
+    with connection.cursor() as cursor:
+        cursor.execute(ANSWER_UPDATE_SQL, params)
 
 
 def clarification_lock(
@@ -447,9 +496,9 @@ def clarification_lock(
     rule (`caller_source_readable_sql`), evaluated by the same statement as a column, so
     a refusal can be audited on the clarification it names.
 
-    Hand-written SQL (its column lists built once, `row_columns`): the same statement
-    from the ORM — FilteredRelation, two select_related, select_for_update(of=…) —
-    cost 1.4 ms of CPU to compile per answer, ten times what running it does."""
+    One literal statement (`LOCK_SQL`): the same read from the ORM — FilteredRelation,
+    two select_related, select_for_update(of=…) — cost 1.4 ms of CPU to compile per
+    answer, ten times what running it does."""
     connection = connections[router.db_for_write(Clarification)]
     try:
         pk = Clarification._meta.pk.to_python(clarification_id)
@@ -457,79 +506,93 @@ def clarification_lock(
         raise NotFound("No such clarification.") from exc
     if pk is None:
         raise NotFound("No such clarification.")
-    statement = _lock_statement(connection.alias)
     readable, acl_params = "1 = 1", cast(list[Any], [])
     if readable_by is not None:
-        readable, acl_params = caller_source_readable_sql(readable_by, statement.source, connection)
-    sql = f"{statement.select}, CASE WHEN {readable} THEN 1 ELSE 0 END {statement.sql}"
+        source = '"n"."source_id"'
+        readable, acl_params = caller_source_readable_sql(readable_by, source, connection)
+    lock = " FOR UPDATE OF c, n" if connection.features.has_select_for_update_of else ""
     params = [
         *acl_params,
-        statement.tenant_key.get_db_prep_value(tenant.pk, connection),
+        Tenant._meta.pk.get_db_prep_value(tenant.pk, connection),
         Clarification._meta.pk.get_db_prep_value(pk, connection),
     ]
-    if connection.features.has_select_for_update_of:
-        sql += f" FOR UPDATE OF {statement.lock}"
     with connection.cursor() as cursor:
-        cursor.execute(sql, params)
+        cursor.execute(LOCK_SQL.format(readable=readable, lock=lock), params)
         row = cursor.fetchone()
     if row is None:
         raise NotFound("No such clarification.")
-    clar_cols, node_cols, version_cols = statement.columns
-    a, b = clar_cols.width, clar_cols.width + node_cols.width
-    clar = cast(Clarification, clar_cols.instance(row[:a]))
+    a, b = len(_LOCKED[Clarification]), len(_LOCKED[Clarification]) + len(_LOCKED[Node])
+    clar = cast(Clarification, _loaded(Clarification, row[:a], connection))
     if not row[-1]:
         refused = NoReadPermission()
         refused.clarification = clar
         refused.responder = readable_by.person.pk if readable_by and readable_by.person else None
         raise refused
-    clar.target = cast(Node, node_cols.instance(row[a:b]))
-    return clar, cast(NodeVersion | None, version_cols.instance(row[b:-1]))
+    clar.target = cast(Node, _loaded(Node, row[a:b], connection))
+    return clar, cast(NodeVersion | None, _loaded(NodeVersion, row[b:-1], connection))
 
 
-@dataclass(frozen=True)
-class _LockStatement:
-    select: str  # the columns (the readable flag follows them)
-    sql: str  # FROM … WHERE, up to the lock clause
-    columns: tuple[RowColumns, RowColumns, RowColumns]  # clarification, node, version
-    tenant_key: Any  # the field the tenant's key is prepared by
-    source: str  # the target's source column, for the ACL condition
-    lock: str  # the tables FOR UPDATE OF locks
+# The columns `LOCK_SQL` reads of each model: all of them, in the model's field order
+# (tests/clarify/test_hot_statements.py checks that against the models).
+_LOCKED: dict[type[Model], tuple[str, ...]] = {
+    Clarification: (
+        "id", "tenant_id", "target_id", "kind", "severity", "state", "candidates", "asked",
+        "quorum_policy", "quorum_state", "detector_confidence",
+        "applied_candidate_confidence", "extraction_confidence", "source_version_id",
+        "span_start", "span_end", "dedup_key", "fact_version_tx", "responses_recorded",
+        "cards_issued", "created_at", "updated_at",
+    ),
+    Node: ("id", "tenant_id", "source_id", "key", "person_id", "origin_id", "created_at"),
+    NodeVersion: (
+        "id", "node_id", "seq", "labels", "properties", "search_text", "valid_from",
+        "valid_to", "tx_from", "tx_to", "confidence", "provenance", "pending",
+        "evidence_class",
+    ),
+}  # fmt: skip
+
+# `clarification_lock`'s statement, literal: the clarification (c), its target (n) and the
+# target's current version (v, NULLs when it has none), the readable flag last; locks c
+# then n. The ORM read it replaces, compared with it by tests/clarify/test_hot_statements.py:
+#   Clarification.objects.select_related("target").select_for_update(of=("self", "target"))
+#   .get(tenant=tenant, pk=pk), and node_current_version(target) for the version.
+LOCK_SQL = (
+    "SELECT "
+    + ", ".join(
+        f'"{table}"."{column}"'
+        for table, model in (("c", Clarification), ("n", Node), ("v", NodeVersion))
+        for column in _LOCKED[model]
+    )
+    + ", CASE WHEN {readable} THEN 1 ELSE 0 END"
+    ' FROM "clarify_clarification" "c"'
+    ' INNER JOIN "graph_node" "n" ON ("c"."target_id" = "n"."id")'
+    ' LEFT OUTER JOIN "graph_nodeversion" "v" ON ("n"."id" = "v"."node_id" AND "v"."tx_to" IS NULL)'
+    ' WHERE "c"."tenant_id" = %s AND "c"."id" = %s{lock}'
+)
+
+
+def _loaded(model: type[Model], values: Sequence[Any], connection: Any) -> Model | None:
+    """The instance of `model` read from its columns' `values` (None when its key is NULL:
+    no row on that side of the outer join), each value converted by the converters the
+    ORM's compiler applies to that column (JSON, UUIDs on SQLite, datetimes, booleans)."""
+    if values[0] is None:
+        return None
+    row = list(values)
+    for i, converters, col in _converters(model, connection.alias):
+        for convert in converters:
+            row[i] = convert(row[i], col, connection)
+    return model.from_db(connection.alias, _LOCKED[model], row)  # attnames: the columns
 
 
 @functools.cache
-def _lock_statement(alias: str) -> _LockStatement:
-    """`clarification_lock`'s statement, built once per database."""
+def _converters(model: type[Model], alias: str) -> list[tuple[int, list[Any], Any]]:
     connection = connections[alias]
-    q = connection.ops.quote_name
-    clar, node, version = Clarification._meta, Node._meta, NodeVersion._meta
-
-    def col(meta: Any, table: str, name: str) -> str:
-        return quoted_column(meta.get_field(name), connection, table)
-
-    columns = (
-        row_columns(Clarification, clar.db_table, alias),
-        row_columns(Node, node.db_table, alias),
-        row_columns(NodeVersion, "target_current", alias),
-    )
-    select = f"SELECT {', '.join(c.sql for c in columns)}"
-    sql = (
-        f"FROM {q(clar.db_table)}"
-        f" INNER JOIN {q(node.db_table)}"
-        f" ON ({col(clar, clar.db_table, 'target')} = {col(node, node.db_table, 'id')})"
-        f" LEFT OUTER JOIN {q(version.db_table)} {q('target_current')}"
-        f" ON ({col(node, node.db_table, 'id')} = {col(version, 'target_current', 'node')}"
-        f" AND {col(version, 'target_current', 'tx_to')} IS NULL)"
-        f" WHERE {col(clar, clar.db_table, 'tenant')} = %s"
-        f" AND {col(clar, clar.db_table, 'id')} = %s"
-    )
-    return _LockStatement(
-        select=select,
-        sql=sql,
-        columns=columns,
-        tenant_key=clar.get_field("tenant").target_field,
-        source=col(node, node.db_table, "source"),
-        lock=f"{q(clar.db_table)}, {q(node.db_table)}",
-    )
+    found = []
+    for i, field in enumerate(model._meta.concrete_fields):
+        col = field.get_col(model._meta.db_table)
+        converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+        if converters:
+            found.append((i, converters, col))
+    return found
 
 
 # ---------------------------------------------------------------------------------------
@@ -587,14 +650,12 @@ def bind(
         current = node_current_version(clar.target_id)
         version = _bound_version_write(clar, current, interval, evidence_class)
     assert current is not None  # _bound_version_write refuses a node without a version
-    row_insert(
-        ClarificationBinding(
-            clarification=clar,
-            node_version=version,
-            evidence_class=evidence_class,
-            bound_tx=version.tx_from,
-        )
-    )
+    ClarificationBinding(
+        clarification=clar,
+        node_version=version,
+        evidence_class=evidence_class,
+        bound_tx=version.tx_from,
+    ).save(force_insert=True)
     fanout = bind_fanout(before=current, after=version)
     if fanout["reembed"]:
         job_enqueue(

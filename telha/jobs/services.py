@@ -8,7 +8,6 @@ leasing is `SELECT … FOR UPDATE SKIP LOCKED`; on SQLite the IMMEDIATE transact
 the lease the only writer.
 """
 
-import functools
 import uuid
 from collections.abc import Iterable
 from contextlib import nullcontext
@@ -18,13 +17,12 @@ from enum import Enum
 from typing import Any, Literal, NoReturn
 
 from django.conf import settings
-from django.db import connection, connections, transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.db.models.functions import Now
 
 from telha.common.errors import Conflict, InvalidInput, PermissionDeniedError
 from telha.common.observability import current_request_id
-from telha.common.rows import quoted_column
 from telha.tenancy.models import Tenant
 
 from .models import Job, JobStatus
@@ -339,10 +337,10 @@ def jobs_finish_for_subject(*, kind: str, subject: str, reason: str) -> int:
     cleared, `last_error` = `reason`), skipping any row another transaction holds (SKIP
     LOCKED on PostgreSQL; SQLite has one writer at a time). Returns how many finished.
 
-    One statement, its SQL built once (`_finish_sql`): the answer runs it on every
-    binding, and compiling the ORM's `UPDATE … WHERE id IN (SELECT … FOR UPDATE SKIP
-    LOCKED)` cost four times what running it does."""
-    sql = _finish_sql(connection.alias)
+    One literal statement (`FINISH_SQL`): the answer runs it on every binding, and
+    compiling the ORM's query it replaces cost four times what running it does."""
+    skip_locked = connection.features.has_select_for_update_skip_locked
+    sql = FINISH_SQL.format(lock=" FOR UPDATE SKIP LOCKED" if skip_locked else "")
     done, pending, leased = JobStatus.DONE.value, JobStatus.PENDING.value, JobStatus.LEASED.value
     params = [done, reason[:2000], kind, subject, pending, leased]
     with connection.cursor() as cursor:
@@ -350,20 +348,16 @@ def jobs_finish_for_subject(*, kind: str, subject: str, reason: str) -> int:
         return cursor.rowcount
 
 
-@functools.cache
-def _finish_sql(alias: str) -> str:
-    conn = connections[alias]
-    q = conn.ops.quote_name
-    table = q(Job._meta.db_table)
-    column = {f.name: quoted_column(f, conn) for f in Job._meta.concrete_fields}
-    lock = " FOR UPDATE SKIP LOCKED" if conn.features.has_select_for_update_skip_locked else ""
-    return (
-        f"UPDATE {table} SET {column['status']} = %s, {column['lease_token']} = NULL,"
-        f" {column['lease_expires_at']} = NULL, {column['last_error']} = %s"
-        f" WHERE {column['id']} IN (SELECT {column['id']} FROM {table}"
-        f" WHERE {column['kind']} = %s AND {column['subject']} = %s"
-        f" AND {column['status']} IN (%s, %s){lock})"
-    )
+# `jobs_finish_for_subject`, literal. The ORM query it replaces (compared with it by
+# tests/jobs/test_finish_for_subject.py):
+#   Job.objects.filter(pk__in=Job.objects.filter(kind=kind, subject=subject,
+#       status__in=[PENDING, LEASED]).select_for_update(skip_locked=True).values("pk"))
+#   .update(status=DONE, lease_token=None, lease_expires_at=None, last_error=reason)
+FINISH_SQL = (
+    'UPDATE "jobs_job" SET "status" = %s, "lease_token" = NULL, "lease_expires_at" = NULL,'
+    ' "last_error" = %s WHERE "id" IN (SELECT "id" FROM "jobs_job"'
+    ' WHERE "kind" = %s AND "subject" = %s AND "status" IN (%s, %s){lock})'
+)  # lock: FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one writer at a time
 
 
 def jobs_reap(*, limit: int = 500) -> int:

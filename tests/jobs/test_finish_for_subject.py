@@ -77,3 +77,40 @@ def test_a_job_row_held_elsewhere_is_skipped_not_waited_for(enqueue):
         release.set()
         thread.join(timeout=30)
     assert done.is_set()
+
+
+def _finish_with_the_orm(kind, subject, reason):
+    """The ORM query `FINISH_SQL` replaces."""
+    open_jobs = Job.objects.filter(
+        kind=kind, subject=subject, status__in=[JobStatus.PENDING, JobStatus.LEASED]
+    )
+    if connection.features.has_select_for_update_skip_locked:
+        open_jobs = open_jobs.select_for_update(skip_locked=True)
+    return Job.objects.filter(pk__in=open_jobs.values("pk")).update(
+        status=JobStatus.DONE, lease_token=None, lease_expires_at=None, last_error=reason
+    )
+
+
+def _after(finish):
+    """Every job row after `finish()`, and its count; rolled back."""
+    with transaction.atomic():
+        count = finish()
+        rows = list(Job.objects.order_by("pk").values())
+        transaction.set_rollback(True)
+    return count, rows
+
+
+@pytest.mark.django_db
+def test_the_literal_statement_writes_what_the_orm_query_writes(enqueue):
+    _pending, leased, dead = enqueue(KIND, 3, subject="clar-1")
+    _lease(leased)
+    Job.objects.filter(pk=dead.pk).update(status=JobStatus.DEAD, last_error="gone")
+    enqueue(KIND, subject="clar-2")
+    enqueue("ingest:bulk", subject="clar-1")
+    args = {"kind": KIND, "subject": "clar-1", "reason": "answered"}
+
+    orm = _after(lambda: _finish_with_the_orm(**args))
+    literal = _after(lambda: jobs_finish_for_subject(**args))
+
+    assert orm[0] == 2
+    assert literal == orm
