@@ -48,6 +48,7 @@ lint: venv
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	$(DOCS_BUILD)
 
 ## The documentation site into var/site/ (open var/site/index.html; nothing is fetched).

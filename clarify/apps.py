@@ -1,4 +1,13 @@
+from typing import Any
+
 from django.apps import AppConfig
+
+
+def _source_change_audit(tenant: Any, type: str, detail: dict[str, Any], **_: Any) -> None:
+    """The audit event of a steward's change to a source (`telha.graph.signals`)."""
+    from .audit import audit_event_append
+
+    audit_event_append(tenant=tenant, type=type, detail=detail)
 
 
 class ClarifyConfig(AppConfig):
@@ -7,6 +16,12 @@ class ClarifyConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from . import routing
+        from telha.graph.api.records import PENDING_NOTES
+        from telha.graph.signals import source_changed
+
+        from . import routing, selectors
 
         routing.register()
+        source_changed.connect(_source_change_audit, dispatch_uid="clarify.source_change_audit")
+        if selectors.pending_notes not in PENDING_NOTES:
+            PENDING_NOTES.append(selectors.pending_notes)

@@ -7,7 +7,8 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
 from telha.graph.access import source_readable_q
-from telha.graph.models import NodeVersion
+from telha.graph.api.records import PendingNote
+from telha.graph.models import EvidenceClass, NodeVersion
 from telha.tenancy.auth import Caller
 
 from .answering import Prior, unresolved_conflicts
@@ -126,3 +127,16 @@ def is_attestation_only(clarification: Clarification) -> bool:
         and bool(getattr(clarification, "has_attestation", False))
         and not getattr(clarification, "has_other_response", True)
     )
+
+
+def pending_notes(versions: list[NodeVersion]) -> dict[str, PendingNote]:
+    """The graph's record seam (`telha.graph.api.records.PENDING_NOTES`): for each
+    clarification these pending versions depend on, its caveat, and `human_attestation`
+    when attestation is the fact's only human support, whatever the lifecycle state."""
+    return {
+        pk: PendingNote(
+            caveat=pending_caveat(c),
+            evidence_class=EvidenceClass.HUMAN_ATTESTATION if is_attestation_only(c) else None,
+        )
+        for pk, c in clarifications_for_versions(versions).items()
+    }

@@ -2,6 +2,7 @@
 A steward may change a source's restriction label and its ACL (both audited); narrowing
 an ACL revokes the open cards of whoever lost read access (`graph.access` seam)."""
 
+from collections.abc import Callable
 from typing import Any
 
 from django import forms
@@ -14,8 +15,9 @@ from telha.admin_site import TenantScopedAdmin, json_for_people, steward_of
 from telha.common.times import iso
 from telha.tenancy.models import Person
 
-from .models import NodeVersion, Source
+from .models import NodeVersion, Source, SourceVersion
 from .services import acl_principal_valid, source_acl_set
+from .signals import source_changed
 
 RESTRICTION_HELP = (
     "A label such as “privileged”; leave empty to lift the restriction. Restriction is not "
@@ -28,10 +30,9 @@ RESTRICTION_HELP = (
 @transaction.atomic
 def source_restriction_set(*, source: Source, restriction: str | None, actor: Person) -> bool:
     """Mark a source restricted (a label) or unrestricted (None/empty) and append a
-    `source_restriction_changed` audit event in its tenant; returns whether it changed.
+    `source_restriction_changed` audit event in its tenant (`signals.source_changed`);
+    returns whether it changed.
     Only the restriction changes — never the ACL, the versions or the facts."""
-    from clarify.services import audit_event_append
-
     locked = Source.objects.select_for_update().get(pk=source.pk, tenant=actor.tenant_id)
     value = (restriction or "").strip() or None
     if locked.restriction == value:
@@ -40,13 +41,18 @@ def source_restriction_set(*, source: Source, restriction: str | None, actor: Pe
     locked.restriction = value
     locked.save(update_fields=["restriction"])
     source.restriction = value
-    audit_event_append(
+    source_changed.send(
+        sender=Source,
         tenant=locked.tenant,
         type="source_restriction_changed",
         detail={"source": str(locked.pk), "by": str(actor.pk), "before": before, "after": value},
     )
     return True
 
+
+# The seam for the source's text display: ingest (above the graph, so not imported here)
+# registers its highlighter (the spans of the facts and clarifications) from its admin.
+SOURCE_TEXT_HIGHLIGHT: list[Callable[[SourceVersion | None], str]] = []
 
 ACL_HELP = (
     "Who may read the source: principals separated by commas (`group:legal`, "
@@ -59,16 +65,16 @@ ACL_HELP = (
 def source_acl_change(*, source: Source, acl: list[str], actor: Person) -> bool:
     """Replace a source's ACL (`source_acl_set`: the guardian rows follow, and whoever
     lost read access is told through the read-access seam) and append a
-    `source_acl_changed` audit event in its tenant; returns whether it changed."""
-    from clarify.services import audit_event_append
-
+    `source_acl_changed` audit event in its tenant (`signals.source_changed`); returns
+    whether it changed."""
     locked = Source.objects.select_for_update().get(pk=source.pk, tenant=actor.tenant_id)
     if locked.acl == acl:
         return False
     before = locked.acl
     source_acl_set(source=locked, acl=acl)
     source.acl = list(acl)
-    audit_event_append(
+    source_changed.send(
+        sender=Source,
         tenant=locked.tenant,
         type="source_acl_changed",
         detail={"source": str(locked.pk), "by": str(actor.pk), "before": before, "after": acl},
@@ -139,9 +145,8 @@ class SourceAdmin(TenantScopedAdmin):
 
     @admin.display(description="text of the latest version")
     def extracted_text(self, obj: Source) -> str:
-        from telha.ingest.highlight import highlighted
-
-        return highlighted(obj.versions.order_by("-tx").first())
+        latest = obj.versions.order_by("-tx").first()
+        return SOURCE_TEXT_HIGHLIGHT[0](latest) if SOURCE_TEXT_HIGHLIGHT else ""
 
 
 @admin.register(NodeVersion)

@@ -12,6 +12,12 @@ def _search_index_ensure(using: str = "default", **_: Any) -> None:
     fts_ensure(connections[using])
 
 
+def _identity_resolve(tenant: Any, **_: Any) -> None:
+    from .services import tenant_identity_resolve
+
+    tenant_identity_resolve(tenant=tenant)
+
+
 class GraphConfig(AppConfig):
     name = "telha.graph"
     label = "graph"
@@ -19,3 +25,6 @@ class GraphConfig(AppConfig):
 
     def ready(self) -> None:
         post_migrate.connect(_search_index_ensure, sender=self, dispatch_uid="graph.fts_ensure")
+        from telha.tenancy.services import tenant_identity_changed
+
+        tenant_identity_changed.connect(_identity_resolve, dispatch_uid="graph.identity_resolve")

@@ -464,3 +464,15 @@ def node_update(*, node: Node, **changes: Any) -> NodeVersion:
         raise TypeError(f"node_update: unknown fields {sorted(unknown)}")
     fields.update(changes)
     return node_version_write(node=node, **fields)
+
+
+def tenant_identity_resolve(*, tenant: Tenant) -> None:
+    """The graph's side of `telha.tenancy.services.tenant_identity_changed`: re-resolve
+    every source ACL of the tenant, tell whoever lost read access (memberships and roles
+    changed too: they lose their open cards), and adopt PERSON nodes keyed by a now-known
+    alias as that person's node. In the caller's transaction."""
+    from .access import read_access_changed
+
+    source_acls_sync(tenant=tenant)
+    read_access_changed(tenant)
+    person_nodes_adopt(tenant=tenant)

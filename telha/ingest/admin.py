@@ -10,6 +10,7 @@ from django.shortcuts import render
 from django.urls import path, reverse
 
 from telha.admin_site import TenantScopedAdmin, steward_of
+from telha.graph.admin import SOURCE_TEXT_HIGHLIGHT
 from telha.graph.models import Source
 from telha.graph.services import acl_principal_valid
 from telha.jobs.models import Job
@@ -19,6 +20,9 @@ from .documents import UPLOAD_SYSTEM, document_upload
 from .formats import SUPPORTED, SUPPORTED_LABEL, Refused, precheck_upload
 from .highlight import highlighted
 from .models import Document
+
+if highlighted not in SOURCE_TEXT_HIGHLIGHT:
+    SOURCE_TEXT_HIGHLIGHT.append(highlighted)
 
 
 class UploadForm(forms.Form):

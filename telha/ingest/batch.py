@@ -33,7 +33,7 @@ from telha.tenancy.models import Person, PersonAlias, Tenant, normalise_alias
 from telha.tenancy.selectors import PERSON_ALIAS_PROPERTIES
 
 if TYPE_CHECKING:
-    from .services import SubmissionPlan
+    from .plan import SubmissionPlan
 
 
 @dataclass

@@ -19,7 +19,8 @@ from .api.serializers import SubmissionInSerializer
 from .detection.build import FileInput, detect, to_submission
 from .formats import Refused
 from .models import Document
-from .services import SubmissionPlan, submission_apply, submission_plan
+from .plan import SubmissionPlan
+from .services import submission_apply, submission_plan
 
 log = logging.getLogger(__name__)
 INGEST_DOCUMENT_KIND = "ingest:document"

@@ -3,31 +3,22 @@
 
 import hashlib
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db import transaction
 
-from clarify.planning import PlannedAmbiguity, plan_ambiguities
+from clarify.planning import plan_ambiguities
 from telha.common.errors import SubmissionInvalid
 from telha.graph.models import SourceVersion
 from telha.graph.services import acl_principal_valid
 from telha.tenancy.models import Tenant
 
 from .batch import Doc, batch_apply
+from .plan import SubmissionPlan
 
 log = logging.getLogger(__name__)
 RESERVED_LABELS = {"CLARIFICATION"}
-
-
-@dataclass
-class SubmissionPlan:
-    """A validated submission: nothing about it can fail for input reasons any more."""
-
-    data: dict[str, Any]
-    content_hash: str
-    node_index: dict[int, dict[str, Any]]
-    ambiguities: dict[int, PlannedAmbiguity] = field(default_factory=dict)
 
 
 def submission_plan(data: dict[str, Any]) -> SubmissionPlan:

@@ -11,6 +11,7 @@ from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
+from django.dispatch import Signal
 from django.utils import timezone
 
 from telha.common.errors import DomainError, InvalidInput, NotFound
@@ -272,19 +273,18 @@ def person_aliases_set(
         )
 
 
-def tenant_identity_resolve(*, tenant: Tenant) -> None:
-    """After people, groups, memberships or aliases changed: re-resolve every source ACL
-    of the tenant (a principal named before its person, alias or group existed is
-    granted, a removed one loses its grant), and adopt PERSON nodes keyed by a now-known
-    alias as that person's node. In the caller's transaction. The graph builds on
-    tenancy, hence the import here."""
-    from telha.graph.access import read_access_changed
-    from telha.graph.services import person_nodes_adopt, source_acls_sync
+# The seam "a tenant's identity changed" (people, groups, memberships, aliases): sent with
+# `tenant=`; `telha.graph` connects its re-resolution in `GraphConfig.ready`.
+tenant_identity_changed = Signal()
 
-    source_acls_sync(tenant=tenant)
-    # Memberships and roles changed too: whoever lost read access loses their open cards.
-    read_access_changed(tenant)
-    person_nodes_adopt(tenant=tenant)
+
+def tenant_identity_resolve(*, tenant: Tenant) -> None:
+    """After people, groups, memberships or aliases changed: tell the layers above through
+    `tenant_identity_changed`, in the caller's transaction. The graph (above tenancy, so
+    never imported here) re-resolves every source ACL of the tenant (a principal named
+    before its person, alias or group existed is granted, a removed one loses its grant),
+    tells whoever lost read access, and adopts PERSON nodes keyed by a now-known alias."""
+    tenant_identity_changed.send(sender=Tenant, tenant=tenant)
 
 
 def api_key_create(

@@ -1,9 +1,26 @@
 """The record shape of facts (CONTRACT §3.3)."""
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
-from clarify.selectors import clarifications_for_versions, is_attestation_only, pending_caveat
-from telha.graph.models import EvidenceClass, NodeVersion
+from telha.graph.models import NodeVersion
+
+
+@dataclass(frozen=True)
+class PendingNote:
+    """What the layer owning clarifications says of a pending version's clarification:
+    its caveat (`pendingClarification`) and the evidence class to present, if not the
+    version's own."""
+
+    caveat: dict[str, Any]
+    evidence_class: str | None = None
+
+
+# The seam: the graph never imports clarify (above it). Clarify registers, in its
+# `AppConfig.ready`, a function from the pending versions to their notes, keyed by
+# clarification id (one query for all of them).
+PENDING_NOTES: list[Callable[[list[NodeVersion]], dict[str, PendingNote]]] = []
 
 
 def render_records(versions: list[NodeVersion]) -> list[dict[str, Any]]:
@@ -11,13 +28,14 @@ def render_records(versions: list[NodeVersion]) -> list[dict[str, Any]]:
     depend on. A guessed interval is never presented as confirmed. A pending version whose
     only human support is attestation reads `human_attestation`, whatever the
     clarification's lifecycle state (one query for all the clarifications)."""
-    clarifications = clarifications_for_versions(v for v in versions if v.pending)
+    pending = [v for v in versions if v.pending]
+    notes: dict[str, PendingNote] = {}
+    for noter in PENDING_NOTES if pending else []:
+        notes.update(noter(pending))
     out = []
     for v in versions:
-        clar = clarifications.get(v.provenance.get("clarification") or "") if v.pending else None
-        evidence = v.evidence_class
-        if clar is not None and is_attestation_only(clar):
-            evidence = EvidenceClass.HUMAN_ATTESTATION
+        note = notes.get(v.provenance.get("clarification") or "") if v.pending else None
+        evidence = (note.evidence_class if note else None) or v.evidence_class
         out.append(
             {
                 "id": str(v.node_id),
@@ -34,7 +52,7 @@ def render_records(versions: list[NodeVersion]) -> list[dict[str, Any]]:
                     "clarification": v.provenance.get("clarification"),
                 },
                 "evidenceClass": evidence,
-                "pendingClarification": pending_caveat(clar) if clar is not None else None,
+                "pendingClarification": note.caveat if note is not None else None,
             }
         )
     return out
