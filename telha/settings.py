@@ -53,6 +53,7 @@ INSTALLED_APPS = [
     "clarify",
     "delivery",
     "identity",
+    "demo",  # the demo workspace `make run` loads (demo_setup)
 ]
 
 MIDDLEWARE = [
