@@ -349,13 +349,16 @@ def node_versions_write(writes: list[VersionWrite]) -> list[NodeVersion]:
     tx = max([now_us(), *(c.tx_from + 1 for c in currents)])
     with transaction.atomic(savepoint=False):
         closed = _versions_close([c.pk for c in currents], tx)
-        if closed != len(currents) and len(currents) > 1:
-            # some were closed: this transaction must not go on
-            raise CurrentVersionMoved([w.node.pk for w in writes])
         if closed == len(currents):
             versions = [_version_row(w, tx) for w in writes]
             NodeVersion.objects.bulk_create(versions)
             return versions
+        if len(currents) > 1:
+            # Others of the batch may have been closed: raising inside the block marks the
+            # enclosing transaction for rollback, so none of those closes can commit.
+            raise CurrentVersionMoved([w.node.pk for w in writes])
+    # One version whose current had moved: its UPDATE matched no row, nothing was written,
+    # so the block ends cleanly and the caller's transaction may re-read and retry.
     raise CurrentVersionMoved([w.node.pk for w in writes])
 
 
