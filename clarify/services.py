@@ -237,9 +237,14 @@ def _answer_locked(
     caller: AnswerCaller, clarification_id: Any, answer: AnswerInput, readable_by: Caller | None
 ) -> Outcome:
     person, rights = _responder(caller, answer)
-    reader = person_reader(person)
-    if readable_by is not None and readable_by.person is not None:
-        reader = readable_by if readable_by.person.pk == person.pk else reader
+    if (
+        readable_by is not None
+        and readable_by.person is not None
+        and readable_by.person.pk == person.pk
+    ):
+        reader = readable_by
+    else:
+        reader = person_reader(person)
     clar, current = clarification_lock(caller.tenant, clarification_id, reader)
     clar.tenant = caller.tenant  # the same row (filtered above); saves a query per event
     responses = list(clar.responses.order_by("seq")) if clar.responses_recorded else []
@@ -688,8 +693,8 @@ def _bound_version_write(
     interval: tuple[int | None, int | None],
     evidence_class: str,
 ) -> NodeVersion:
-    """The target's next version: `current`'s labels and properties with the answer's
-    valid time (bind's correction)."""
+    """The target's next version: `current`'s labels, properties and cited spans (so its
+    search text too) with the answer's valid time (bind's correction)."""
     if current is None:
         raise NodeVersion.DoesNotExist("The clarification's target has no current version.")
     return node_version_write(
@@ -703,6 +708,7 @@ def _bound_version_write(
         pending=False,
         evidence_class=evidence_class,
         current=current,
+        search_text=current.search_text,
     )
 
 

@@ -331,6 +331,9 @@ class VersionWrite:
     evidence_class: str = EvidenceClass.SYSTEM_EXTRACTION
     # The text of the spans `provenance` cites, when the caller has it (else read here).
     cited: list[str] | None = None
+    # The whole search text, when the caller knows it: a version with the current one's
+    # labels, properties and cited spans has the current one's text (bind's correction).
+    search_text: str | None = None
 
 
 def node_versions_write(writes: list[VersionWrite]) -> list[NodeVersion]:
@@ -388,7 +391,9 @@ def _version_row(w: VersionWrite, tx: int) -> NodeVersion:
         seq=(w.current.seq + 1) if w.current is not None else 1,
         labels=list(w.labels),
         properties=dict(w.properties),
-        search_text=search_text_for(
+        search_text=w.search_text
+        if w.search_text is not None
+        else search_text_for(
             w.labels,
             w.properties,
             w.cited if w.cited is not None else span_texts(w.node.source_id, w.provenance),
@@ -415,6 +420,7 @@ def node_version_write(
     pending: bool = False,
     evidence_class: str = EvidenceClass.SYSTEM_EXTRACTION,
     current: Any = _READ,
+    search_text: str | None = None,
 ) -> NodeVersion:
     """Append a new version of `node` (`node_versions_write` of one): lock the node, close
     the current version at the new transaction time (strictly after the previous one) and
@@ -440,6 +446,7 @@ def node_version_write(
             provenance=provenance,
             pending=pending,
             evidence_class=evidence_class,
+            search_text=search_text,
         )
         try:
             return node_versions_write([write])[0]
