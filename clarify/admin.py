@@ -44,6 +44,7 @@ from .models import (
 from .reports import clarification_detail, uuid_or_none
 from .selectors import needs_steward_attention_q
 from .stewardship import (
+    POLICY_FIELDS,
     attestation_confirm,
     clarification_override,
     clarification_reask,
@@ -474,14 +475,7 @@ class ClarificationAdmin(TenantScopedAdmin):
 class ClarifyPolicyForm(forms.ModelForm):
     class Meta:
         model = ClarifyPolicy
-        fields = (
-            "severity_elevate",
-            "quorum_enabled",
-            "critical_required_confirmations",
-            "required_roles",
-            "allow_steward_override",
-            "channel_order",
-        )
+        fields = POLICY_FIELDS
 
     def clean_channel_order(self) -> Any:
         from .policy import channel_order_errors

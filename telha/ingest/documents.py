@@ -72,16 +72,28 @@ class Prepared:
     plan: SubmissionPlan | None = None
 
 
+@dataclass(frozen=True)
+class IngestOptions:
+    """How a file becomes a submission: its source system, whether its ambiguities open
+    clarifications, the source's ACL, restriction and title, and the people directory
+    detection resolves names with (name → email; None: read the tenant's)."""
+
+    system: str = "files"
+    clarify: bool = True
+    acl: list[str] | None = None
+    restriction: str | None = None
+    title: str | None = None
+    names: dict[str, str] | None = None
+
+
+DEFAULT_OPTIONS = IngestOptions()
+
+
 def ingest_prepare(
     *,
     tenant: Tenant,
     file: FileInput,
-    system: str = "files",
-    clarify: bool = True,
-    acl: list[str] | None = None,
-    restriction: str | None = None,
-    title: str | None = None,
-    names: dict[str, str] | None = None,
+    options: IngestOptions = DEFAULT_OPTIONS,
     shape: SubmissionInSerializer | None = None,
 ) -> Prepared:
     """Detect one file and plan its submission (reads nothing but the directory, writes
@@ -92,17 +104,18 @@ def ingest_prepare(
     the cost of validating a small submission)."""
     outcome = IngestOutcome(file=file.name)
     try:
+        names = options.names
         detection = detect(
             file, people_by_name=names if names is not None else people_by_name(tenant)
         )
         data = to_submission(
             detection,
-            system=system,
+            system=options.system,
             external_id=file.name,
-            clarify=clarify,
-            acl=acl,
-            restriction=restriction,
-            title=title,
+            clarify=options.clarify,
+            acl=options.acl,
+            restriction=options.restriction,
+            title=options.title,
         )
         try:
             valid = (shape or SubmissionInSerializer()).run_validation(data)
@@ -130,28 +143,11 @@ def _counted(outcome: IngestOutcome, result: dict[str, Any]) -> IngestOutcome:
 
 
 def ingest_file(
-    *,
-    tenant: Tenant,
-    file: FileInput,
-    system: str = "files",
-    clarify: bool = True,
-    acl: list[str] | None = None,
-    restriction: str | None = None,
-    title: str | None = None,
-    names: dict[str, str] | None = None,
+    *, tenant: Tenant, file: FileInput, options: IngestOptions = DEFAULT_OPTIONS
 ) -> IngestOutcome:
     """Detect and apply one file. Refusals (unsupported type, an invalid submission) are
     reported in the outcome and write nothing."""
-    prepared = ingest_prepare(
-        tenant=tenant,
-        file=file,
-        system=system,
-        clarify=clarify,
-        acl=acl,
-        restriction=restriction,
-        title=title,
-        names=names,
-    )
+    prepared = ingest_prepare(tenant=tenant, file=file, options=options)
     if prepared.plan is None:
         return prepared.outcome
     try:
@@ -238,11 +234,13 @@ def handle_lease(lease: Lease) -> None:
     outcome = ingest_file(
         tenant=document.tenant,
         file=FileInput(name=document.filename, data=data, modified=document.created_at),
-        system=UPLOAD_SYSTEM,
-        clarify=clarify,
-        acl=document.acl or None,
-        restriction=document.restriction,
-        title=document.title or None,
+        options=IngestOptions(
+            system=UPLOAD_SYSTEM,
+            clarify=clarify,
+            acl=document.acl or None,
+            restriction=document.restriction,
+            title=document.title or None,
+        ),
     )
     if outcome.error:
         job_fail(

@@ -23,7 +23,7 @@ from telha.tenancy.models import Tenant
 
 from .api.serializers import SubmissionInSerializer
 from .detection.build import FileInput
-from .documents import IngestOutcome, Prepared, _counted, ingest_prepare
+from .documents import IngestOptions, IngestOutcome, Prepared, _counted, ingest_prepare
 from .models import IngestedFile
 from .services import submissions_apply
 
@@ -33,13 +33,10 @@ DETECTION_VERSION = "1"
 
 
 @dataclass(frozen=True)
-class FolderOptions:
-    """The options of a run, shared by its files."""
+class FolderOptions(IngestOptions):
+    """The options of a run, shared by its files (no title: each file's is its own; the
+    people directory read once for the run)."""
 
-    system: str = "files"
-    clarify: bool = True
-    acl: list[str] | None = None
-    restriction: str | None = None
     names: dict[str, str] = field(default_factory=dict)
 
     def digest(self) -> bytes:
@@ -73,16 +70,7 @@ def files_ingest(
         if file.name in known:
             outcomes.append(_rescanned(file.name, known[file.name]))
             continue
-        prepared = ingest_prepare(
-            tenant=tenant,
-            file=file,
-            system=options.system,
-            clarify=options.clarify,
-            acl=options.acl,
-            restriction=options.restriction,
-            names=options.names,
-            shape=shape,
-        )
+        prepared = ingest_prepare(tenant=tenant, file=file, options=options, shape=shape)
         outcomes.append(prepared.outcome)
         if prepared.plan is not None:
             todo.append(prepared)

@@ -10,7 +10,7 @@ from django.core.management.base import BaseCommand, CommandParser
 
 from clarify.models import ClarifyPolicy
 from telha.ingest.detection.build import FileInput
-from telha.ingest.documents import ingest_file, people_by_name
+from telha.ingest.documents import IngestOptions, ingest_file, people_by_name
 from telha.ingest.formats import SUPPORTED
 from telha.tenancy.services import workspace_load
 
@@ -44,10 +44,12 @@ class Command(BaseCommand):
             outcome = ingest_file(
                 tenant=tenant,
                 file=FileInput(name=str(relative), data=path.read_bytes(), modified=FIXED_MTIME),
-                system="demo",
-                clarify=bool(settings.CLARIFY["ENABLED"]),
-                acl=FOLDER_ACL.get(relative.parts[0]),
-                names=names,
+                options=IngestOptions(
+                    system="demo",
+                    clarify=bool(settings.CLARIFY["ENABLED"]),
+                    acl=FOLDER_ACL.get(relative.parts[0]),
+                    names=names,
+                ),
             )
             if outcome.error:
                 self.stderr.write(f"  ! {relative}: {outcome.error}")
