@@ -24,43 +24,33 @@ def _scim_error(status: int, detail: str) -> JsonResponse:
     return JsonResponse(body, status=status, content_type="application/scim+json")
 
 
-def _wants_json(request: HttpRequest) -> bool:
-    return request.path_info.startswith(JSON_PREFIXES)
+def _contract_error(
+    request: HttpRequest, status: int, code: str, detail: str
+) -> HttpResponse | None:
+    """The error in the contract's shape for an API, hook or SCIM path; None elsewhere
+    (Django's own page then)."""
+    if request.path_info.startswith(SCIM_PREFIX):
+        return _scim_error(status, detail)
+    if request.path_info.startswith(JSON_PREFIXES):
+        return JsonResponse({"code": code, "detail": detail}, status=status)
+    return None
 
 
 def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    if request.path_info.startswith(SCIM_PREFIX):
-        return _scim_error(400, "The request was not understood.")
-    if _wants_json(request):
-        return JsonResponse(
-            {"code": "MALFORMED_REQUEST", "detail": "The request was not understood."}, status=400
-        )
-    return defaults.bad_request(request, exception)
+    response = _contract_error(request, 400, "MALFORMED_REQUEST", "The request was not understood.")
+    return response or defaults.bad_request(request, exception)
 
 
 def permission_denied(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    if request.path_info.startswith(SCIM_PREFIX):
-        return _scim_error(403, "This request is not allowed.")
-    if _wants_json(request):
-        return JsonResponse(
-            {"code": "PERMISSION_DENIED", "detail": "This request is not allowed."}, status=403
-        )
-    return defaults.permission_denied(request, exception)
+    response = _contract_error(request, 403, "PERMISSION_DENIED", "This request is not allowed.")
+    return response or defaults.permission_denied(request, exception)
 
 
 def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    if request.path_info.startswith(SCIM_PREFIX):
-        return _scim_error(404, "No such resource.")
-    if _wants_json(request):
-        return JsonResponse({"code": "NOT_FOUND", "detail": "No such resource."}, status=404)
-    return defaults.page_not_found(request, exception)
+    response = _contract_error(request, 404, "NOT_FOUND", "No such resource.")
+    return response or defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    if request.path_info.startswith(SCIM_PREFIX):
-        return _scim_error(500, "An unexpected error occurred.")
-    if _wants_json(request):
-        return JsonResponse(
-            {"code": "INTERNAL_ERROR", "detail": "An unexpected error occurred."}, status=500
-        )
-    return defaults.server_error(request)
+    response = _contract_error(request, 500, "INTERNAL_ERROR", "An unexpected error occurred.")
+    return response or defaults.server_error(request)
