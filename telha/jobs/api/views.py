@@ -18,7 +18,7 @@ from telha.jobs.services import (
     job_heartbeat,
     job_lease,
 )
-from telha.tenancy.auth import Caller
+from telha.tenancy.auth import caller_of
 
 
 class LeaseInSerializer(StrictSerializer):
@@ -98,7 +98,7 @@ class LeaseView(APIView):
     @extend_schema(request=LeaseInSerializer, responses={200: LeaseOutSerializer}, tags=["jobs"])
     def post(self, request: Request) -> Response:
         """Lease ready jobs of the kinds your token's audience may lease."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         data = _body(LeaseInSerializer, request)
         leases = job_lease(
             tenant=caller.tenant,
@@ -129,7 +129,7 @@ class HeartbeatView(APIView):
     )
     def post(self, request: Request, job_id: str) -> Response:
         """Extend your lease."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         data = _body(HeartbeatInSerializer, request)
         expires = job_heartbeat(
             tenant=caller.tenant,
@@ -147,7 +147,7 @@ class CompleteView(APIView):
     )
     def post(self, request: Request, job_id: str) -> Response:
         """Mark your leased job done."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         data = _body(CompleteInSerializer, request)
         job_complete(
             tenant=caller.tenant,
@@ -163,7 +163,7 @@ class FailView(APIView):
     @extend_schema(request=FailInSerializer, responses={200: FailOutSerializer}, tags=["jobs"])
     def post(self, request: Request, job_id: str) -> Response:
         """Fail the current attempt (retryable: next attempt; skip reason codes at once)."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         data = _body(FailInSerializer, request)
         job = job_fail(
             tenant=caller.tenant,
