@@ -184,7 +184,9 @@ class _Resources(ScimView, ABC):
         return obj
 
     def _params(self, request: Request) -> ResponseParameters[Any]:
-        return _of(ResponseParameters, self.model).model_validate(request.query_params.dict())
+        parameters = _of(ResponseParameters, self.model)
+        params: ResponseParameters[Any] = parameters.model_validate(request.query_params.dict())
+        return params
 
     def _render(self, request: Request, obj: Any, status: int = 200) -> Response:
         body = scim.rendered(self.model, self.doc(obj, self.base(request)), self._params(request))

@@ -2,6 +2,7 @@
 
 from dataclasses import dataclass
 
+from django.contrib.auth.models import User
 from django.utils.functional import cached_property
 from rest_framework import authentication, exceptions, permissions
 from rest_framework.request import Request
@@ -27,7 +28,7 @@ class Caller:
     is_anonymous = False
 
     @cached_property
-    def user(self):
+    def user(self) -> User | None:
         return self.person.user if self.person is not None else None
 
     @property

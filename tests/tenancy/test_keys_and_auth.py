@@ -10,13 +10,12 @@ from django.apps import apps
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import IntegrityError, models, transaction
-
-from telha.common.errors import DomainError, InvalidInput
 from rest_framework.permissions import AllowAny
 from rest_framework.response import Response
 from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
+from telha.common.errors import DomainError, InvalidInput
 from telha.tenancy.auth import caller_for_key, caller_of
 from telha.tenancy.models import ApiKey, Person
 from telha.tenancy.services import api_key_create, api_key_revoke, hash_key, workspace_load
@@ -173,10 +172,14 @@ def test_caller_of_without_a_key_is_the_contracts_401(workspace, client):
     response = _CallerEchoView.as_view()(APIRequestFactory().get("/anything"))
     reference = client.post("/v1/query", {}, content_type="application/json")
     assert response.status_code == reference.status_code == 401
-    assert response.data == reference.json() == {
-        "code": "UNAUTHENTICATED",
-        "detail": "Authentication credentials were not provided.",
-    }
+    assert (
+        response.data
+        == reference.json()
+        == {
+            "code": "UNAUTHENTICATED",
+            "detail": "Authentication credentials were not provided.",
+        }
+    )
     assert response["WWW-Authenticate"] == reference["WWW-Authenticate"]
 
 

@@ -31,7 +31,7 @@ class LeaseInSerializer(StrictSerializer):
     )
 
 
-class LeasedJobSerializer(serializers.Serializer):
+class LeasedJobSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     kind = serializers.CharField()
     attempts = serializers.IntegerField()
@@ -41,7 +41,7 @@ class LeasedJobSerializer(serializers.Serializer):
     leaseExpiresAt = serializers.IntegerField(help_text="µs since the epoch")
 
 
-class LeaseOutSerializer(serializers.Serializer):
+class LeaseOutSerializer(serializers.Serializer[Any]):
     jobs = LeasedJobSerializer(many=True)
 
 
@@ -64,16 +64,16 @@ class FailInSerializer(StrictSerializer):
     detail = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
-class HeartbeatOutSerializer(serializers.Serializer):
+class HeartbeatOutSerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(choices=["leased"])
     leaseExpiresAt = serializers.IntegerField(help_text="the new expiry, µs since the epoch")
 
 
-class CompleteOutSerializer(serializers.Serializer):
+class CompleteOutSerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(choices=["done"])
 
 
-class FailOutSerializer(serializers.Serializer):
+class FailOutSerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(
         choices=["pending", "dead"],
         help_text="pending: the next attempt will run (at once for a skip reason code, "
@@ -84,7 +84,7 @@ class FailOutSerializer(serializers.Serializer):
     )
 
 
-def _body(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+def _body(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
     body = serializer_class(data=request.data)
     body.is_valid(raise_exception=True)
     return dict(body.validated_data)
