@@ -181,7 +181,7 @@ def person_reader(person: Person) -> Caller:
     steward reads the whole tenant, a viewer or editor what the ACLs grant them)."""
     return Caller(
         tenant=person.tenant,
-        key=None,  # type: ignore[arg-type]
+        key=None,  # type: ignore[arg-type]  # no key: the read rules never look at it
         person=person,
         rights=person.role,
         audience=None,
