@@ -5,7 +5,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from telha.common.fields import with_field_at
+from telha.common.fields import with_field
 from telha.graph.models import NodeVersion
 from telha.tenancy.selectors import aliases_for
 
@@ -18,7 +18,8 @@ class CandidateSerializer(serializers.Serializer[Any]):
     validTo = serializers.IntegerField(allow_null=True)
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
-        return with_field_at(super().get_fields(), 3, "label", serializers.CharField())
+        label = serializers.CharField()
+        return with_field(super().get_fields(), "label", label, after="validTo")
 
 
 class QuorumPolicySerializer(serializers.Serializer[Any]):

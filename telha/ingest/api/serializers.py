@@ -7,7 +7,7 @@ from rest_framework import serializers
 
 from clarify.models import Kind, Severity
 from clarify.planning import MAX_CANDIDATES_PER_AMBIGUITY
-from telha.common.fields import LongTextField, MicrosField, StrictSerializer, with_field_at
+from telha.common.fields import LongTextField, MicrosField, StrictSerializer, with_field
 
 MAX_TEXT_CHARS = 10 * 1024 * 1024
 LABEL = RegexValidator(r"^[A-Za-z][A-Za-z0-9_]{0,63}$", "Labels are letters, digits and '_'.")
@@ -63,7 +63,7 @@ class CandidateInSerializer(StrictSerializer):
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
-        return with_field_at(super().get_fields(), 2, "label", label)
+        return with_field(super().get_fields(), "label", label, after="validTo")
 
 
 class AmbiguityInSerializer(StrictSerializer):
@@ -92,7 +92,7 @@ class SubmissionInSerializer(StrictSerializer):
     )
 
     def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
-        return with_field_at(super().get_fields(), 0, "source", SourceInSerializer())
+        return with_field(super().get_fields(), "source", SourceInSerializer(), after=None)
 
 
 class NodeResultSerializer(serializers.Serializer[Any]):
