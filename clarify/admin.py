@@ -320,6 +320,7 @@ class ClarificationAdmin(TenantScopedAdmin):
         clar = self.get_object(request, object_id)
         steward = steward_of(request)
         if clar is None or steward is None:
+            # ModelAdmin's own "does not exist" redirect, private in Django and so not in its stubs
             return self._get_obj_does_not_exist_redirect(  # type: ignore[attr-defined]
                 request, self.opts, object_id
             )

@@ -367,7 +367,9 @@ def _response_insert(record: ResponseRecord) -> None:
     connection = connections[router.db_for_write(ResponseRecord)]
     meta = ResponseRecord._meta
     params = [
-        cast(Field, meta.get_field(column)).get_db_prep_save(getattr(record, column), connection)
+        cast("Field[Any, Any]", meta.get_field(column)).get_db_prep_save(
+            getattr(record, column), connection
+        )
         for column in _RESPONSE_COLUMNS
     ]
     with connection.cursor() as cursor:
@@ -511,7 +513,7 @@ def clarification_lock(
         raise NotFound("No such clarification.") from exc
     if pk is None:
         raise NotFound("No such clarification.")
-    readable, acl_params = "1 = 1", cast(list[Any], [])
+    readable, acl_params = "1 = 1", list[Any]()
     if readable_by is not None:
         source = '"n"."source_id"'
         readable, acl_params = caller_source_readable_sql(readable_by, source, connection)

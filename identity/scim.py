@@ -183,10 +183,14 @@ def group_doc(group: TenantGroup, base: str) -> dict[str, Any]:
     return doc
 
 
-def rendered(model: Any, doc: dict[str, Any], params: ResponseParameters | None) -> dict[str, Any]:
+def rendered(
+    model: Any, doc: dict[str, Any], params: ResponseParameters[Any] | None
+) -> dict[str, Any]:
     """A resource as sent: checked by its model, `attributes`/`excludedAttributes` applied."""
     obj = model.model_validate(doc, scim_ctx=Context.RESOURCE_QUERY_RESPONSE)
-    return obj.model_dump(scim_ctx=Context.RESOURCE_QUERY_RESPONSE, response_parameters=params)
+    ctx = Context.RESOURCE_QUERY_RESPONSE
+    sent: dict[str, Any] = obj.model_dump(scim_ctx=ctx, response_parameters=params)
+    return sent
 
 
 def person_spec(user: Any) -> PersonSpec:

@@ -27,7 +27,7 @@ from scim2_models import (
 
 from telha.common.errors import DomainError
 from telha.common.parsers import JSONParser
-from telha.tenancy.auth import ApiKeyAuthentication, Caller, IsScimService
+from telha.tenancy.auth import ApiKeyAuthentication, IsScimService, caller_of
 from telha.tenancy.models import Person, TenantGroup
 
 from . import scim
@@ -97,10 +97,6 @@ class ScimView(APIView):
 
     def base(self, request: Request) -> str:
         return request.build_absolute_uri("/scim/v2").rstrip("/")
-
-    def caller(self, request: Request) -> Caller:
-        assert isinstance(request.user, Caller)
-        return request.user
 
 
 class ServiceProviderConfigView(ScimView):
@@ -188,7 +184,9 @@ class _Resources(ScimView, ABC):
         return obj
 
     def _params(self, request: Request) -> ResponseParameters[Any]:
-        return _of(ResponseParameters, self.model).model_validate(request.query_params.dict())
+        parameters = _of(ResponseParameters, self.model)
+        params: ResponseParameters[Any] = parameters.model_validate(request.query_params.dict())
+        return params
 
     def _render(self, request: Request, obj: Any, status: int = 200) -> Response:
         body = scim.rendered(self.model, self.doc(obj, self.base(request)), self._params(request))
@@ -277,7 +275,7 @@ class UsersView(_Resources):
     def queryset(self, request: Request) -> QuerySet[Person]:
         return scim.people_for_scim(
             Person.objects.filter(
-                tenant=self.caller(request).tenant,
+                tenant=caller_of(request).tenant,
                 erased_at__isnull=True,
                 deleted_by_provider=False,
             )
@@ -288,7 +286,7 @@ class UsersView(_Resources):
 
     def provision(self, request: Request, parsed: Any, obj: Any = None) -> Model:
         spec = scim.person_spec(parsed)
-        return person_provision(tenant=self.caller(request).tenant, spec=spec, person=obj)
+        return person_provision(tenant=caller_of(request).tenant, spec=spec, person=obj)
 
     def remove(self, obj: Any) -> None:
         person_remove(person=obj)
@@ -299,7 +297,7 @@ class GroupsView(_Resources):
     columns = GROUP_COLUMNS
 
     def queryset(self, request: Request) -> QuerySet[TenantGroup]:
-        return TenantGroup.objects.filter(tenant=self.caller(request).tenant).select_related(
+        return TenantGroup.objects.filter(tenant=caller_of(request).tenant).select_related(
             "auth_group"
         )
 
@@ -308,7 +306,7 @@ class GroupsView(_Resources):
 
     def provision(self, request: Request, parsed: Any, obj: Any = None) -> Model:
         spec = scim.group_spec(parsed)
-        return group_provision(tenant=self.caller(request).tenant, spec=spec, group=obj)
+        return group_provision(tenant=caller_of(request).tenant, spec=spec, group=obj)
 
     def remove(self, obj: Any) -> None:
         group_delete(group=obj)

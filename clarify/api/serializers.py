@@ -5,26 +5,30 @@ from typing import Any
 
 from rest_framework import serializers
 
+from telha.common.fields import with_field
 from telha.graph.models import NodeVersion
 from telha.tenancy.selectors import aliases_for
 
 from ..models import Clarification, ResponseRecord
 
 
-class CandidateSerializer(serializers.Serializer):
+class CandidateSerializer(serializers.Serializer[Any]):
     index = serializers.IntegerField()
     validFrom = serializers.IntegerField(allow_null=True)
     validTo = serializers.IntegerField(allow_null=True)
-    label = serializers.CharField()  # type: ignore[assignment]  # a field named like Field.label
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        label = serializers.CharField()
+        return with_field(super().get_fields(), "label", label, after="validTo")
 
 
-class QuorumPolicySerializer(serializers.Serializer):
+class QuorumPolicySerializer(serializers.Serializer[Any]):
     requiredConfirmations = serializers.IntegerField()
     requiredRoles = serializers.ListField(child=serializers.CharField())
     allowStewardOverride = serializers.BooleanField()
 
 
-class ResponseSerializer(serializers.Serializer):
+class ResponseSerializer(serializers.Serializer[Any]):
     responseId = serializers.UUIDField(source="id")
     responder = serializers.UUIDField()
     rightsAtAnswerTime = serializers.CharField(source="rights_at_answer_time")
@@ -36,7 +40,7 @@ class ResponseSerializer(serializers.Serializer):
     bindingStatus = serializers.CharField(source="binding_status")
 
 
-class EventSerializer(serializers.Serializer):
+class EventSerializer(serializers.Serializer[Any]):
     at = serializers.IntegerField()
     type = serializers.CharField()
     detail = serializers.JSONField()
@@ -54,7 +58,7 @@ def _candidates(clar: Clarification) -> list[dict[str, Any]]:
     ]
 
 
-class ClarificationSummarySerializer(serializers.Serializer):
+class ClarificationSummarySerializer(serializers.Serializer[Any]):
     """A list row: everything but responses, events and the delivery view."""
 
     id = serializers.UUIDField()
@@ -82,10 +86,11 @@ class ClarificationSerializer(ClarificationSummarySerializer):
 
     def get_responses(self, clar: Clarification) -> list[dict[str, Any]]:
         records = ResponseRecord.objects.filter(clarification=clar).order_by("seq")
-        return ResponseSerializer(records, many=True).data  # type: ignore[return-value]
+        return serializers.ListSerializer(records, child=ResponseSerializer()).data
 
     def get_events(self, clar: Clarification) -> list[dict[str, Any]]:
-        return EventSerializer(clar.events.order_by("at", "id"), many=True).data  # type: ignore[return-value]
+        events = clar.events.order_by("at", "id")
+        return serializers.ListSerializer(events, child=EventSerializer()).data
 
 
 SPAN_EXCERPT_MAX_CHARS = 280
@@ -115,13 +120,13 @@ class DeliveryViewSerializer(ClarificationSerializer):
     )
 
 
-class AnswerCustomSerializer(serializers.Serializer):
+class AnswerCustomSerializer(serializers.Serializer[Any]):
     validFrom = serializers.IntegerField(allow_null=True, help_text="µs or RFC 3339")
     validTo = serializers.IntegerField(allow_null=True, help_text="µs or RFC 3339")
     sourceText = serializers.CharField(required=False, allow_null=True)
 
 
-class AnswerInSerializer(serializers.Serializer):
+class AnswerInSerializer(serializers.Serializer[Any]):
     """Documentation shape; the answer service validates the body itself so that trust
     resolution happens before anything else."""
 
@@ -136,7 +141,7 @@ class AnswerInSerializer(serializers.Serializer):
     )
 
 
-class AnswerOutSerializer(serializers.Serializer):
+class AnswerOutSerializer(serializers.Serializer[Any]):
     outcome = serializers.ChoiceField(
         choices=["bound", "partial_confirmation", "attestation", "conflict"]
     )

@@ -10,7 +10,7 @@ from rest_framework.views import APIView
 
 from telha.common.errors import InvalidInput, NotFound
 from telha.common.pagination import CURSOR_MAX_LENGTH, SignedCursorPagination
-from telha.tenancy.auth import Caller
+from telha.tenancy.auth import Caller, caller_of
 from telha.tenancy.models import Audience
 
 from ..answering import AnswerCaller, AnswerInput
@@ -64,7 +64,7 @@ class ClarificationListView(APIView):
     )
     def get(self, request: Request) -> Response:
         """Clarifications the caller may read, newest first, cursor-paginated."""
-        qs = readable_clarifications(request.user)  # type: ignore[arg-type]
+        qs = readable_clarifications(caller_of(request))
         state, severity = request.query_params.get("state"), request.query_params.get("severity")
         if state is not None:
             if state not in State.values:
@@ -86,7 +86,7 @@ def _get_readable(request: Request, clarification_id: str) -> Clarification:
     except ValueError as exc:
         raise NotFound("No such clarification.") from exc
     clar = (
-        readable_clarifications(request.user)  # type: ignore[arg-type]
+        readable_clarifications(caller_of(request))
         .select_related("source_version__source")
         .filter(pk=pk)
         .first()
@@ -102,7 +102,7 @@ class ClarificationDetailView(APIView):
         """One clarification; the `clarify` audience also gets the delivery view."""
         clar = _get_readable(request, clarification_id)
         data = dict(ClarificationSerializer(clar).data)
-        if request.user.audience == Audience.CLARIFY:  # type: ignore[union-attr]
+        if caller_of(request).audience == Audience.CLARIFY:
             data.update(delivery_view(clar))
         return Response(data)
 
@@ -142,7 +142,7 @@ class ClarificationAnswerView(APIView):
     )
     def post(self, request: Request, clarification_id: str) -> Response:
         """Answer a clarification (the outcome matrix of CONTRACT §3.2)."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         outcome = clarification_answer(
             caller=answer_caller_for(caller),
             clarification_id=clarification_id,

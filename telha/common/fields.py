@@ -51,7 +51,27 @@ class LongTextField(serializers.CharField):
         ]
 
 
-class StrictSerializer(serializers.Serializer):
+def with_field(
+    fields: dict[str, serializers.Field[Any, Any, Any, Any]],
+    name: str,
+    field: serializers.Field[Any, Any, Any, Any],
+    *,
+    after: str | None,
+) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+    """`fields` (a serializer's `get_fields()`) with `field` as `name`, right after the
+    field `after` (first if None).
+
+    For a field named like an attribute of DRF's `Field` itself (`label`, `source`): the
+    stubs refuse it as a class attribute of a serializer, so `get_fields()` adds it, where
+    it would have been declared. The place keeps the order of the schema's properties, of
+    the validated data and of the validation errors."""
+    items = list(fields.items())
+    position = 0 if after is None else list(fields).index(after) + 1
+    items.insert(position, (name, field))
+    return dict(items)
+
+
+class StrictSerializer(serializers.Serializer[Any]):
     """Rejects fields it does not declare (a typo must not be silently dropped)."""
 
     def to_internal_value(self, data: Any) -> Any:

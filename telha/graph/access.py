@@ -18,7 +18,7 @@ The seam "whose read access changed": whatever changes the store or what it reso
 revokes the open cards of people who can no longer read). The core never imports them.
 """
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +86,7 @@ class SourceReadable(Expression):
     def get_source_expressions(self) -> list[Any]:
         return [self.source] if isinstance(self.user, int) else [self.source, self.user]
 
-    def set_source_expressions(self, exprs: list[Any]) -> None:  # type: ignore[override]
+    def set_source_expressions(self, exprs: Sequence[Any]) -> None:
         if isinstance(self.user, int):
             (self.source,) = exprs
         else:
@@ -99,7 +99,7 @@ class SourceReadable(Expression):
             clone.user = self.user.resolve_expression(*args, **kwargs)
         return clone
 
-    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:  # type: ignore[override]
+    def as_sql(self, compiler: Any, connection: Any) -> tuple[str, list[Any]]:
         source = compiler.compile(self.source)
         who = ("%s", [self.user]) if isinstance(self.user, int) else compiler.compile(self.user)
         return self.sql_on(source, who, self.permission_id, connection)
@@ -181,7 +181,7 @@ def person_reader(person: Person) -> Caller:
     steward reads the whole tenant, a viewer or editor what the ACLs grant them)."""
     return Caller(
         tenant=person.tenant,
-        key=None,  # type: ignore[arg-type]
+        key=None,  # type: ignore[arg-type]  # no key: the read rules never look at it
         person=person,
         rights=person.role,
         audience=None,

@@ -382,7 +382,7 @@ def _versions_close(pks: list[int], tx: int) -> int:
     sql = VERSIONS_CLOSE_SQL.format(keys=", ".join(["%s"] * len(pks)))
     with connections[router.db_for_write(NodeVersion)].cursor() as cursor:
         cursor.execute(sql, [tx, *pks])
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 def _version_row(w: VersionWrite, tx: int) -> NodeVersion:

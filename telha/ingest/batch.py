@@ -11,7 +11,7 @@ them), so every source, and with it every fact node of the batch, is written onc
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from django.conf import settings
 
@@ -34,6 +34,15 @@ from telha.tenancy.selectors import PERSON_ALIAS_PROPERTIES
 
 if TYPE_CHECKING:
     from .plan import SubmissionPlan
+
+_T = TypeVar("_T")
+
+
+def _resolved(value: _T | None) -> _T:
+    """A node or version the batch's lookups filled in before it is read: every wanted
+    node is found or created, and a fact node not written here has a current version."""
+    assert value is not None
+    return value
 
 
 @dataclass
@@ -278,9 +287,9 @@ def _nodes_resolve(tenant: Tenant, docs: list[Doc]) -> dict[Any, NodeVersion | N
             else:
                 d.nodes[ref] = people[key]
         elif kind == "alias":
-            d.nodes[ref] = wanted.unresolved[key]  # type: ignore[assignment]
+            d.nodes[ref] = _resolved(wanted.unresolved[key])
         else:
-            d.nodes[ref] = wanted.by_source[key]  # type: ignore[assignment]
+            d.nodes[ref] = _resolved(wanted.by_source[key])
     return current
 
 
@@ -406,7 +415,7 @@ def _version_txs(tenant: Tenant, wanted: _Wanted) -> None:
     )
     for d, n, (kind, key) in wanted.places:
         if kind == "alias":
-            d.version_tx[n["ref"]] = txs[wanted.unresolved[key].pk]  # type: ignore[union-attr]
+            d.version_tx[n["ref"]] = txs[_resolved(wanted.unresolved[key]).pk]
 
 
 # --- facts -----------------------------------------------------------------------------
@@ -459,7 +468,7 @@ def _facts_write(
             if node.pk in tx_of:
                 d.version_tx[n["ref"]] = tx_of[node.pk]
             elif n["ref"] not in d.version_tx:
-                d.version_tx[n["ref"]] = current[node.pk].tx_from  # type: ignore[union-attr]
+                d.version_tx[n["ref"]] = _resolved(current[node.pk]).tx_from
     return to_open
 
 

@@ -18,7 +18,7 @@ from typing import Any, Literal, NoReturn
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 from django.db.models.functions import Now
 
 from telha.common.errors import Conflict, InvalidInput, PermissionDeniedError
@@ -188,7 +188,7 @@ class Fence(Enum):
 AudienceArg = str | None | Literal[Fence.OFF]
 
 
-def _held(job_id: Any, token: Any, tenant: Tenant | None, audience: AudienceArg) -> Any:
+def _held(job_id: Any, token: Any, tenant: Tenant | None, audience: AudienceArg) -> QuerySet[Job]:
     """The job, if `token` holds its lease — restricted to the caller's tenant and behind
     the caller's audience fence. A key without an audience is refused before anything is
     read; a job outside the fence is refused by `_refuse` when nothing matched."""
@@ -235,7 +235,7 @@ def job_heartbeat(
         if job is None:
             _refuse(job_id, tenant, audience)
         ttl = min(MAX_LEASE_SECONDS, lease_seconds or policy_for_kind(job.kind).lease_ttl_seconds)
-        expires = job.db_now + timedelta(seconds=ttl)
+        expires: datetime = job.db_now + timedelta(seconds=ttl)
         Job.objects.filter(pk=job.pk).update(lease_expires_at=expires)
     return expires
 
@@ -345,7 +345,7 @@ def jobs_finish_for_subject(*, kind: str, subject: str, reason: str) -> int:
     params = [done, reason[:2000], kind, subject, pending, leased]
     with connection.cursor() as cursor:
         cursor.execute(sql, params)
-        return cursor.rowcount
+        return int(cursor.rowcount)
 
 
 # `jobs_finish_for_subject`, literal. The ORM query it replaces (compared with it by

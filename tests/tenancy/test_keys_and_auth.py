@@ -10,9 +10,13 @@ from django.apps import apps
 from django.core.management import call_command
 from django.core.management.base import CommandError
 from django.db import IntegrityError, models, transaction
+from rest_framework.permissions import AllowAny
+from rest_framework.response import Response
+from rest_framework.test import APIRequestFactory
+from rest_framework.views import APIView
 
 from telha.common.errors import DomainError, InvalidInput
-from telha.tenancy.auth import caller_for_key
+from telha.tenancy.auth import caller_for_key, caller_of
 from telha.tenancy.models import ApiKey, Person
 from telha.tenancy.services import api_key_create, api_key_revoke, hash_key, workspace_load
 
@@ -153,6 +157,37 @@ def test_no_or_unknown_key_is_401_unauthenticated(workspace, client, headers, me
     assert "detail" in response.json()
     assert response["WWW-Authenticate"].startswith("Bearer")
     assert written_counts() == before
+
+
+class _CallerEchoView(APIView):
+    """Reads the caller although its permission lets a request without a key in."""
+
+    permission_classes = [AllowAny]
+
+    def get(self, request):
+        return Response({"tenant": caller_of(request).tenant.slug})
+
+
+def test_caller_of_without_a_key_is_the_contracts_401(workspace, client):
+    response = _CallerEchoView.as_view()(APIRequestFactory().get("/anything"))
+    reference = client.post("/v1/query", {}, content_type="application/json")
+    assert response.status_code == reference.status_code == 401
+    assert (
+        response.data
+        == reference.json()
+        == {
+            "code": "UNAUTHENTICATED",
+            "detail": "Authentication credentials were not provided.",
+        }
+    )
+    assert response["WWW-Authenticate"] == reference["WWW-Authenticate"]
+
+
+def test_caller_of_is_the_keys_caller(workspace):
+    _, secret = api_key_create(tenant=workspace, audience="ingest")
+    request = APIRequestFactory().get("/anything", HTTP_AUTHORIZATION=f"Bearer {secret}")
+    response = _CallerEchoView.as_view()(request)
+    assert response.status_code == 200 and response.data == {"tenant": workspace.slug}
 
 
 def test_erased_persons_key_stops_working(workspace, people):

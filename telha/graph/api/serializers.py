@@ -1,5 +1,7 @@
 """Serializers of the fact API (shapes for validation and the OpenAPI schema)."""
 
+from typing import Any
+
 from rest_framework import serializers
 
 from telha.common.fields import MicrosField, StrictSerializer
@@ -50,7 +52,7 @@ class QueryInSerializer(StrictSerializer):
     )
 
 
-class PendingClarificationSerializer(serializers.Serializer):
+class PendingClarificationSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     state = serializers.CharField()
     severity = serializers.CharField()
@@ -59,13 +61,13 @@ class PendingClarificationSerializer(serializers.Serializer):
     quorumState = serializers.CharField()
 
 
-class ProvenanceSerializer(serializers.Serializer):
+class ProvenanceSerializer(serializers.Serializer[Any]):
     sourceVersionTx = serializers.IntegerField(allow_null=True)
     spans = serializers.ListField(child=serializers.DictField())
     clarification = serializers.UUIDField(allow_null=True)
 
 
-class RecordSerializer(serializers.Serializer):
+class RecordSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     labels = serializers.ListField(child=serializers.CharField())
     properties = serializers.DictField()
@@ -79,5 +81,5 @@ class RecordSerializer(serializers.Serializer):
     pendingClarification = PendingClarificationSerializer(allow_null=True)
 
 
-class RecordsSerializer(serializers.Serializer):
+class RecordsSerializer(serializers.Serializer[Any]):
     records = RecordSerializer(many=True)

@@ -13,6 +13,7 @@ from telha.common.times import now_us
 from telha.graph.models import NodeVersion
 from telha.graph.search import versions_search
 from telha.graph.selectors import node_version_visible, readable_nodes, versions_visible
+from telha.tenancy.auth import caller_of
 
 from .records import render_records
 from .serializers import AsOfQuerySerializer, QueryInSerializer, RecordSerializer, RecordsSerializer
@@ -28,7 +29,7 @@ def _readable_node_id(request: Request, node_id: Any) -> uuid.UUID:
         node_uuid = uuid.UUID(str(node_id))
     except ValueError as exc:
         raise NotFound("No such node.") from exc
-    if not readable_nodes(request.user).filter(pk=node_uuid).exists():  # type: ignore[arg-type]
+    if not readable_nodes(caller_of(request)).filter(pk=node_uuid).exists():
         raise NotFound("No such node.")
     return node_uuid
 
@@ -71,7 +72,7 @@ class QueryView(APIView):
         now = now_us()
         tx_at = data.get("txAt", now)
         versions = versions_visible(
-            nodes=readable_nodes(request.user),  # type: ignore[arg-type]
+            nodes=readable_nodes(caller_of(request)),
             valid_at=data.get("validAt", now),
             tx_at=tx_at,
             labels=data["labels"],

@@ -22,7 +22,7 @@ from telha.ingest.formats import (
     Unsupported,
     precheck_upload,
 )
-from telha.tenancy.auth import IsIngestServiceOrSteward
+from telha.tenancy.auth import IsIngestServiceOrSteward, caller_of
 
 
 class UnsupportedDocument(DomainError):
@@ -104,15 +104,15 @@ class DocumentUploadView(APIView):
         acl = [p.strip() for p in str(form.get("acl", "")).split(",") if p.strip()]
         if not all(acl_principal_valid(p) for p in acl):
             raise InvalidInput("acl takes group:NAME, email:ADDR or aad:OID principals.")
-        caller = request.user
+        caller = caller_of(request)
         document = document_upload(
-            tenant=caller.tenant,  # type: ignore[union-attr]
+            tenant=caller.tenant,
             filename=name,
             content=upload,
             size=upload.size or 0,
             title=str(form.get("title", ""))[:500],
             acl=acl,
             restriction=str(form.get("restriction") or "")[:100] or None,
-            uploaded_by=f"key:{caller.key.pk}",  # type: ignore[union-attr]
+            uploaded_by=f"key:{caller.key.pk}",
         )
         return Response({"jobId": document.job_id, "kind": INGEST_DOCUMENT_KIND}, status=202)

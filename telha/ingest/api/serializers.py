@@ -1,11 +1,13 @@
 """The Submission wire shape (CONTRACT §3.1)."""
 
+from typing import Any
+
 from django.core.validators import RegexValidator
 from rest_framework import serializers
 
 from clarify.models import Kind, Severity
 from clarify.planning import MAX_CANDIDATES_PER_AMBIGUITY
-from telha.common.fields import LongTextField, MicrosField, StrictSerializer
+from telha.common.fields import LongTextField, MicrosField, StrictSerializer, with_field
 
 MAX_TEXT_CHARS = 10 * 1024 * 1024
 LABEL = RegexValidator(r"^[A-Za-z][A-Za-z0-9_]{0,63}$", "Labels are letters, digits and '_'.")
@@ -48,7 +50,7 @@ class EdgeInSerializer(StrictSerializer):
     type = serializers.CharField(max_length=64, validators=[EDGE_TYPE])
     to = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
 
-    def get_fields(self):
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
         fields = super().get_fields()
         fields["from"] = serializers.IntegerField(min_value=0, max_value=2**31 - 1)
         return fields
@@ -57,8 +59,11 @@ class EdgeInSerializer(StrictSerializer):
 class CandidateInSerializer(StrictSerializer):
     validFrom = MicrosField(required=False, allow_null=True, default=None)
     validTo = MicrosField(required=False, allow_null=True, default=None)
-    label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")  # type: ignore[assignment]
     spanRef = serializers.IntegerField(min_value=0, required=False, allow_null=True, default=None)
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        label = serializers.CharField(max_length=200, required=False, allow_blank=True, default="")
+        return with_field(super().get_fields(), "label", label, after="validTo")
 
 
 class AmbiguityInSerializer(StrictSerializer):
@@ -67,28 +72,36 @@ class AmbiguityInSerializer(StrictSerializer):
     severityHint = serializers.ChoiceField(
         choices=Severity.choices, required=False, allow_null=True, default=None
     )
-    candidates = CandidateInSerializer(many=True, max_length=MAX_CANDIDATES_PER_AMBIGUITY)  # type: ignore[call-arg]
+    candidates = serializers.ListSerializer[Any](
+        child=CandidateInSerializer(), max_length=MAX_CANDIDATES_PER_AMBIGUITY
+    )
     detectorConfidence = serializers.FloatField(min_value=0.0, max_value=1.0)
     appliedCandidateConfidence = serializers.FloatField(min_value=0.0, max_value=1.0)
 
 
 class SubmissionInSerializer(StrictSerializer):
-    source = SourceInSerializer()  # type: ignore[assignment]
-    spans = SpanInSerializer(many=True, required=False, default=list, max_length=10_000)  # type: ignore[call-arg]
-    nodes = NodeInSerializer(many=True, max_length=10_000)  # type: ignore[call-arg]
-    edges = EdgeInSerializer(many=True, required=False, default=list, max_length=50_000)  # type: ignore[call-arg]
-    ambiguities = AmbiguityInSerializer(  # type: ignore[call-arg]
-        many=True, required=False, default=list, max_length=10_000
+    spans = serializers.ListSerializer[Any](
+        child=SpanInSerializer(), required=False, default=list, max_length=10_000
+    )
+    nodes = serializers.ListSerializer[Any](child=NodeInSerializer(), max_length=10_000)
+    edges = serializers.ListSerializer[Any](
+        child=EdgeInSerializer(), required=False, default=list, max_length=50_000
+    )
+    ambiguities = serializers.ListSerializer[Any](
+        child=AmbiguityInSerializer(), required=False, default=list, max_length=10_000
     )
 
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        return with_field(super().get_fields(), "source", SourceInSerializer(), after=None)
 
-class NodeResultSerializer(serializers.Serializer):
+
+class NodeResultSerializer(serializers.Serializer[Any]):
     ref = serializers.IntegerField()
     id = serializers.UUIDField()
     versionTx = serializers.IntegerField()
 
 
-class ClarificationResultSerializer(serializers.Serializer):
+class ClarificationResultSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     nodeRef = serializers.IntegerField()
     state = serializers.CharField()
@@ -96,7 +109,7 @@ class ClarificationResultSerializer(serializers.Serializer):
     deduplicated = serializers.BooleanField()
 
 
-class SubmissionResultSerializer(serializers.Serializer):
+class SubmissionResultSerializer(serializers.Serializer[Any]):
     sourceVersionTx = serializers.IntegerField()
     nodes = NodeResultSerializer(many=True)
     clarifications = ClarificationResultSerializer(many=True)

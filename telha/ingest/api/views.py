@@ -7,7 +7,7 @@ from rest_framework.views import APIView
 
 from telha.common.errors import SubmissionInvalid, flatten_errors
 from telha.ingest.services import submission_apply, submission_plan
-from telha.tenancy.auth import IsIngestService
+from telha.tenancy.auth import IsIngestService, caller_of
 
 from .serializers import SubmissionInSerializer, SubmissionResultSerializer
 
@@ -26,5 +26,5 @@ class SubmissionView(APIView):
         if not shape.is_valid():
             raise SubmissionInvalid(flatten_errors(shape.errors))
         plan = submission_plan(shape.validated_data)
-        result = submission_apply(tenant=request.user.tenant, plan=plan)  # type: ignore[union-attr]
+        result = submission_apply(tenant=caller_of(request).tenant, plan=plan)
         return Response(SubmissionResultSerializer(result).data, status=201)

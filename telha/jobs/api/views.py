@@ -18,7 +18,7 @@ from telha.jobs.services import (
     job_heartbeat,
     job_lease,
 )
-from telha.tenancy.auth import Caller
+from telha.tenancy.auth import caller_of
 
 
 class LeaseInSerializer(StrictSerializer):
@@ -31,7 +31,7 @@ class LeaseInSerializer(StrictSerializer):
     )
 
 
-class LeasedJobSerializer(serializers.Serializer):
+class LeasedJobSerializer(serializers.Serializer[Any]):
     id = serializers.IntegerField()
     kind = serializers.CharField()
     attempts = serializers.IntegerField()
@@ -41,7 +41,7 @@ class LeasedJobSerializer(serializers.Serializer):
     leaseExpiresAt = serializers.IntegerField(help_text="µs since the epoch")
 
 
-class LeaseOutSerializer(serializers.Serializer):
+class LeaseOutSerializer(serializers.Serializer[Any]):
     jobs = LeasedJobSerializer(many=True)
 
 
@@ -64,16 +64,16 @@ class FailInSerializer(StrictSerializer):
     detail = serializers.CharField(max_length=2000, required=False, allow_blank=True, default="")
 
 
-class HeartbeatOutSerializer(serializers.Serializer):
+class HeartbeatOutSerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(choices=["leased"])
     leaseExpiresAt = serializers.IntegerField(help_text="the new expiry, µs since the epoch")
 
 
-class CompleteOutSerializer(serializers.Serializer):
+class CompleteOutSerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(choices=["done"])
 
 
-class FailOutSerializer(serializers.Serializer):
+class FailOutSerializer(serializers.Serializer[Any]):
     status = serializers.ChoiceField(
         choices=["pending", "dead"],
         help_text="pending: the next attempt will run (at once for a skip reason code, "
@@ -84,7 +84,7 @@ class FailOutSerializer(serializers.Serializer):
     )
 
 
-def _body(serializer_class: type[serializers.Serializer], request: Request) -> dict[str, Any]:
+def _body(serializer_class: type[serializers.Serializer[Any]], request: Request) -> dict[str, Any]:
     body = serializer_class(data=request.data)
     body.is_valid(raise_exception=True)
     return dict(body.validated_data)
@@ -98,7 +98,7 @@ class LeaseView(APIView):
     @extend_schema(request=LeaseInSerializer, responses={200: LeaseOutSerializer}, tags=["jobs"])
     def post(self, request: Request) -> Response:
         """Lease ready jobs of the kinds your token's audience may lease."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         data = _body(LeaseInSerializer, request)
         leases = job_lease(
             tenant=caller.tenant,
@@ -129,7 +129,7 @@ class HeartbeatView(APIView):
     )
     def post(self, request: Request, job_id: str) -> Response:
         """Extend your lease."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         data = _body(HeartbeatInSerializer, request)
         expires = job_heartbeat(
             tenant=caller.tenant,
@@ -147,7 +147,7 @@ class CompleteView(APIView):
     )
     def post(self, request: Request, job_id: str) -> Response:
         """Mark your leased job done."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         data = _body(CompleteInSerializer, request)
         job_complete(
             tenant=caller.tenant,
@@ -163,7 +163,7 @@ class FailView(APIView):
     @extend_schema(request=FailInSerializer, responses={200: FailOutSerializer}, tags=["jobs"])
     def post(self, request: Request, job_id: str) -> Response:
         """Fail the current attempt (retryable: next attempt; skip reason codes at once)."""
-        caller: Caller = request.user  # type: ignore[assignment]
+        caller = caller_of(request)
         data = _body(FailInSerializer, request)
         job = job_fail(
             tenant=caller.tenant,
