@@ -6,7 +6,6 @@ from telha.admin_site import TenantScopedAdmin
 
 from .models import Job
 
-
 # What the list shows of a job, and (with its lease, subject, payload and result) the page.
 SUMMARY = ("kind", "status", "priority", "attempts", "max_attempts", "run_after")
 
