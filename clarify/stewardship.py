@@ -12,13 +12,12 @@ executor (spec v0.9, PR-081) is built on it and on the scrubbing primitives here
 import json
 import re
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from delivery.models import Delivery, NonceState
 from telha.common.errors import Conflict, NotFound
 from telha.jobs.models import Job, JobStatus
 from telha.tenancy.models import Person, Rights, Tenant
@@ -49,6 +48,9 @@ ERASED = "erased"
 # provenance address it by offset, so every offset after a redaction stays true.
 REDACTION_BAR = "\u2588"
 SHORT_TERM = 6
+# Called inside the re-ask transaction with the locked clarification, after its routing
+# job is superseded and before it opens again (delivery revokes the open card nonces).
+REASK_HOOKS: list[Callable[[Clarification], None]] = []
 
 
 class ErasureSubject:
@@ -126,7 +128,8 @@ def clarification_reask(
     *, clarification: Clarification, ranking: list[Person], actor: Person
 ) -> Job:
     """Re-enqueue delivery for a new candidate list: the current routing job ends, open
-    card nonces are revoked, an expired or dead-lettered clarification opens again. The
+    card nonces are revoked (delivery's REASK_HOOKS), an expired or dead-lettered
+    clarification opens again. The
     job cluster is woken once the re-ask commits (not at the next sweep); a refused
     re-ask writes nothing and wakes nothing."""
     # Its routing jobs first, then the clarification: the order leasing and reaping lock
@@ -150,9 +153,8 @@ def clarification_reask(
         lease_expires_at=None,
         last_error="superseded by a re-ask",
     )
-    Delivery.objects.filter(clarification=clar, nonce_state=NonceState.ACTIVE).update(
-        nonce_state=NonceState.REVOKED
-    )
+    for hook in REASK_HOOKS:
+        hook(clar)
     ids = [str(p.pk) for p in ranking]
     previous_state = clar.state
     if clar.state in (State.EXPIRED, State.DEAD_LETTERED):
