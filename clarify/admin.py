@@ -24,12 +24,13 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from telha.admin_site import TenantScopedAdmin, json_for_people, steward_of
+from telha.admin_site import json_for_people
 from telha.common.errors import DomainError
 from telha.common.times import TimeParseError, iso, parse_us
 from telha.graph.models import NodeVersion
 from telha.graph.timeline import versions_svg
 from telha.tenancy.models import Person, Rights
+from telha.tenancy.steward_admin import TenantScopedAdmin, steward_of
 
 from .errors import StewardViewStale
 from .models import (

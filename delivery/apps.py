@@ -1,3 +1,5 @@
+from typing import Any
+
 from django.apps import AppConfig
 from django.db.models.signals import post_migrate
 
@@ -8,17 +10,31 @@ class DeliveryConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from clarify import integrity as clarify_integrity
+        from clarify import reports as clarify_reports
         from clarify import services as clarify_services
+        from clarify import stewardship as clarify_stewardship
         from telha.graph import access
 
-        from . import revocation, worker
+        from . import history, integrity, revocation, worker
 
         if worker.close_nonces not in clarify_services.BIND_HOOKS:
             clarify_services.BIND_HOOKS.append(worker.close_nonces)
+        # What clarify does, reports or checks about cards, each through clarify's own seam.
+        if revocation.reask_revoke not in clarify_stewardship.REASK_HOOKS:
+            clarify_stewardship.REASK_HOOKS.append(revocation.reask_revoke)
+        _register(clarify_reports.DETAIL_SECTIONS, ("deliveryHistory", history.delivery_history))
+        _register(clarify_integrity.CHECKS, ("nonces", integrity.check_nonces))
         # Losing read access revokes the cards sent (the core's seam, never an import up).
         if revocation.read_access_recheck not in access.READ_ACCESS_HOOKS:
             access.READ_ACCESS_HOOKS.append(revocation.read_access_recheck)
         post_migrate.connect(_ensure_digest_schedule, sender=self)
+
+
+def _register(registry: list[Any], entry: Any) -> None:
+    """Append `entry` once (`ready` may run more than once, e.g. in tests)."""
+    if entry not in registry:
+        registry.append(entry)
 
 
 def _ensure_digest_schedule(**kwargs: object) -> None:

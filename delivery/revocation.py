@@ -9,6 +9,9 @@ showing the passage), the delivery failed, a `skipped` event with the reason cod
 routing job still waiting on that recipient moved on to its next candidate now
 (`job_attempt_skip`: no escalation window burned). The digest flush drops its items the
 same way; SCIM deprovisioning calls the seam like any other change.
+
+A re-ask revokes the cards sent before it too (`reask_revoke`, delivery's hook in
+`clarify.stewardship.REASK_HOOKS`).
 """
 
 from collections.abc import Iterable
@@ -89,3 +92,13 @@ def person_cards_withdraw(*, person: Person, reason: str, detail: str) -> int:
         .order_by("created_at")
     )
     return deliveries_drop(((d, reason) for d in cards), detail=detail)
+
+
+def reask_revoke(clar: Clarification) -> None:
+    """A re-ask revokes the clarification's open card nonces (a tap on an earlier card is
+    refused): delivery's hook in `clarify.stewardship.REASK_HOOKS`, run inside the re-ask
+    transaction with `clar` locked. Nothing is audited here: the re-ask's own `reasked`
+    event records it."""
+    Delivery.objects.filter(clarification=clar, nonce_state=NonceState.ACTIVE).update(
+        nonce_state=NonceState.REVOKED
+    )

@@ -54,6 +54,7 @@ INSTALLED_APPS = [
     "delivery",
     "identity",
     "demo",  # the demo workspace `make run` loads (demo_setup)
+    "privacy",  # the GDPR erasure (gdpr_erase)
 ]
 
 MIDDLEWARE = [

@@ -85,7 +85,7 @@ def _files() -> list[str]:
         capture_output=True,
         check=True,
     ).stdout.decode()
-    wanted = ("telha/", "clarify/", "delivery/", "identity/", "templates/", "demo/")
+    wanted = ("telha/", "clarify/", "delivery/", "identity/", "templates/", "demo/", "privacy/")
     return [
         f
         for f in listed.split("\0")

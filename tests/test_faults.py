@@ -310,7 +310,7 @@ def test_a_gdpr_erasure_and_a_worker_leasing_a_job_do_not_deadlock(
     if connection.vendor != "postgresql":
         pytest.skip("row-lock deadlocks need PostgreSQL")
     from clarify.models import Clarification
-    from clarify.stewardship import gdpr_erase
+    from privacy.executor import gdpr_erase
     from telha.jobs.models import Job
 
     clar_id = _clarification_by_alice(ingest_client, "deadlock/gdpr")

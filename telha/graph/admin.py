@@ -11,9 +11,10 @@ from django.db import transaction
 from django.http import HttpRequest
 from django.utils.html import format_html_join
 
-from telha.admin_site import TenantScopedAdmin, json_for_people, steward_of
+from telha.admin_site import json_for_people
 from telha.common.times import iso
 from telha.tenancy.models import Person
+from telha.tenancy.steward_admin import TenantScopedAdmin, steward_of
 
 from .models import NodeVersion, Source, SourceVersion
 from .services import acl_principal_valid, source_acl_set

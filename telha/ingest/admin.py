@@ -9,11 +9,11 @@ from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
 from django.urls import path, reverse
 
-from telha.admin_site import TenantScopedAdmin, steward_of
 from telha.graph.admin import SOURCE_TEXT_HIGHLIGHT
 from telha.graph.models import Source
 from telha.graph.services import acl_principal_valid
 from telha.jobs.models import Job
+from telha.tenancy.steward_admin import TenantScopedAdmin, steward_of
 
 from .detection.build import MAX_FILE_BYTES
 from .documents import UPLOAD_SYSTEM, document_upload

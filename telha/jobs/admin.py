@@ -2,7 +2,7 @@
 
 from django.contrib import admin
 
-from telha.admin_site import TenantScopedAdmin
+from telha.tenancy.steward_admin import TenantScopedAdmin
 
 from .models import Job
 

@@ -2,9 +2,8 @@
 
 from django.contrib import admin
 
-from telha.admin_site import TenantScopedAdmin
-
 from .models import ApiKey, Person, PersonAlias
+from .steward_admin import TenantScopedAdmin
 
 
 class AliasInline(admin.TabularInline):

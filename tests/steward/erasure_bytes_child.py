@@ -172,7 +172,7 @@ def main(mode: str) -> None:
         print(json.dumps(_erase_behind_a_reader(db)))
         return
     if mode == "plain":
-        from clarify.stewardship import gdpr_erase
+        from privacy.executor import gdpr_erase
 
         with transaction.atomic():
             gdpr_erase(tenant=world["acme"], person=world["person"])

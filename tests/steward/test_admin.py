@@ -23,12 +23,12 @@ from clarify.models import (
     State,
 )
 from delivery.models import Delivery
-from telha.admin_site import TenantScopedAdmin
 from telha.graph.models import NodeVersion, Source
 from telha.ingest.documents import document_upload
 from telha.jobs.models import Job, JobStatus
 from telha.tenancy.models import ApiKey, Person
 from telha.tenancy.services import api_key_create, workspace_load
+from telha.tenancy.steward_admin import TenantScopedAdmin
 
 from .conftest import (
     JUN_2026,

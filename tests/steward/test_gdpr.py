@@ -17,9 +17,9 @@ from django.db import models
 from clarify.models import AuditEvent, Clarification, ClarificationBinding, ResponseRecord
 from clarify.stewardship import (
     ErasureSubject,
-    _scrub,
     clarify_policy_update,
     erase_person_attribution,
+    scrub,
 )
 from delivery.actions import ANSWERED, DROPPED, card_action_process
 from delivery.ask import respond
@@ -605,4 +605,4 @@ def test_what_the_erasure_redacts_in_free_text():
     masked = subject.mask(text)
     assert len(masked) == len(text) and masked.startswith("Mail " + "\u2588" * 15 + " or ")
     assert ErasureSubject(terms=[], name="Sam").pattern.search("Sam said") is None
-    assert _scrub({"U0ALICE": ["x U0ALICE", 3, None]}, subject) == {"erased": ["x erased", 3, None]}
+    assert scrub({"U0ALICE": ["x U0ALICE", 3, None]}, subject) == {"erased": ["x erased", 3, None]}

@@ -7,41 +7,18 @@
 From → SENT_BY, To → TO, Cc → CC.
 """
 
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from email import policy
 from email.message import EmailMessage
 from email.parser import BytesParser
-from email.utils import getaddresses, parsedate_to_datetime
+from email.utils import getaddresses
 
-from telha.ingest.formats.base import Mail
+from telha.ingest.formats.base import Mail, header_time, received_from_headers
 
 from .dates import label_with_year
 from .model import Candidate, Detection, Fact, Finding, PersonRef
 
 TOLERANCE = timedelta(hours=24)
-
-
-def _parse(value: str | None) -> datetime | None:
-    if not value:
-        return None
-    try:
-        parsed = parsedate_to_datetime(str(value))
-    except (TypeError, ValueError, IndexError):
-        return None
-    if parsed is None:
-        return None
-    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
-
-
-def received_from_headers(headers: Sequence[object]) -> list[datetime]:
-    """Times of Received hops (the part after the last ';'), oldest first."""
-    out = []
-    for header in headers:
-        stamp = _parse(str(header).rsplit(";", 1)[-1].strip()) if ";" in str(header) else None
-        if stamp is not None:
-            out.append(stamp)
-    return sorted(out)
 
 
 def received_times(message: EmailMessage) -> list[datetime]:
@@ -141,7 +118,7 @@ def detect_envelope(mail: Mail, *, filename: str) -> Detection:
     is its Date line."""
     subject = mail.subject or filename
     raw_date, received = mail.raw_date, mail.received
-    sent = _parse(raw_date)
+    sent = header_time(raw_date)
     date_line = f"Date: {raw_date}" if raw_date else "Date: (none)"
     head = "\n".join([f"Subject: {subject}", f"From: {mail.sender}", f"To: {mail.to}", date_line])
     text = f"{head}\n\n{mail.body}"

@@ -1,8 +1,10 @@
 """What a reader returns, and how it refuses."""
 
 import shutil
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time
+from email.utils import parsedate_to_datetime
 from typing import Any
 
 OCR_AVAILABLE = shutil.which("tesseract") is not None
@@ -102,3 +104,27 @@ class Extracted:
     mail: Mail | None = None
     scanned: bool = False  # a PDF without a text layer (OCR found nothing or did not run)
     ocr: bool = False  # the text came from OCR
+
+
+def header_time(value: str | None) -> datetime | None:
+    """A mail header's date (Date, a Received hop's stamp) as an aware datetime (UTC when
+    it names no zone), or None when it does not parse."""
+    if not value:
+        return None
+    try:
+        parsed = parsedate_to_datetime(str(value))
+    except (TypeError, ValueError, IndexError):
+        return None
+    if parsed is None:
+        return None
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def received_from_headers(headers: Sequence[object]) -> list[datetime]:
+    """Times of Received hops (the part after the last ';'), oldest first."""
+    out = []
+    for header in headers:
+        stamp = header_time(str(header).rsplit(";", 1)[-1].strip()) if ";" in str(header) else None
+        if stamp is not None:
+            out.append(stamp)
+    return sorted(out)

@@ -9,7 +9,7 @@ from email.utils import format_datetime
 import extract_msg
 from extract_msg.exceptions import ExMsgBaseException
 
-from .base import Extracted, Mail, Metadata, Unreadable
+from .base import Extracted, Mail, Metadata, Unreadable, received_from_headers
 
 logging.getLogger("extract_msg").setLevel(logging.WARNING)
 
@@ -21,8 +21,6 @@ def _aware(value: object) -> datetime | None:
 
 
 def _mail(message: "extract_msg.msg_classes.Message") -> Mail:
-    from telha.ingest.detection.mail import received_from_headers
-
     if message.headerText:  # the transport headers the message kept
         header = message.header
         raw_date = header.get("Date")

@@ -5,7 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from clarify.erasure import person_erase
+from privacy.erasure import person_erase
 from telha.tenancy.models import Person, Tenant
 
 

@@ -1,16 +1,17 @@
 """`person_erase`: the full erasure (`telha gdpr_erase`) as one unit — the tenant's own
-executor (`clarify.stewardship.gdpr_erase`), the person's identifiers in other tenants'
+executor (`privacy.executor.gdpr_erase`), the person's identifiers in other tenants'
 audit events, and the database files left holding none of the erased bytes."""
 
 from django.apps import apps
 from django.db import connection, transaction
 
+from clarify.models import AuditEvent
+from clarify.stewardship import ErasureSubject, scrub_rows
 from telha.common.storage import secure_delete, storage_reclaim
 from telha.graph.fts import fts_compact
 from telha.tenancy.models import Person, PersonAlias, Tenant
 
-from .models import AuditEvent
-from .stewardship import ErasureSubject, _scrub_rows, gdpr_erase
+from .executor import gdpr_erase
 
 
 def erased_tables() -> list[str]:
@@ -48,7 +49,7 @@ def other_tenants_audit_scrub(*, tenant: Tenant, person: Person) -> int:
             ).values_list("email", flat=True),
         }
         theirs = ErasureSubject(terms=terms - {h.lower() for h in held})
-        changed += _scrub_rows(AuditEvent.objects.filter(tenant=other), ("detail",), theirs)
+        changed += scrub_rows(AuditEvent.objects.filter(tenant=other), ("detail",), theirs)
     return changed
 
 
