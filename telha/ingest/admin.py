@@ -16,10 +16,10 @@ from telha.jobs.models import Job
 from telha.tenancy.steward_admin import TenantScopedAdmin, steward_of
 
 from .detection.build import MAX_FILE_BYTES
-from .documents import UPLOAD_SYSTEM, document_upload
 from .formats import SUPPORTED, SUPPORTED_LABEL, Refused, precheck_upload
 from .highlight import highlighted
 from .models import Document
+from .uploads import UPLOAD_SYSTEM, document_upload
 
 if highlighted not in SOURCE_TEXT_HIGHLIGHT:
     SOURCE_TEXT_HIGHLIGHT.append(highlighted)

@@ -1,5 +1,6 @@
 """Ingesting files: the one code path behind `telha ingest`, the `ingest:document` job
-worker and uploads. Detection → Submission → the same validation and apply as the API."""
+worker and uploads (stored and enqueued by `uploads.document_upload`). Detection →
+Submission → the same validation and apply as the API."""
 
 import logging
 import uuid
@@ -7,12 +8,11 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db import transaction
 from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import as_serializer_error
 
 from telha.common.errors import DomainError, SubmissionInvalid, flatten_errors
-from telha.jobs.services import Lease, job_complete, job_enqueue, job_fail
+from telha.jobs.services import Lease, job_complete, job_fail
 from telha.tenancy.models import AliasKind, PersonAlias, Tenant
 
 from .api.serializers import SubmissionInSerializer
@@ -21,10 +21,9 @@ from .formats import Refused
 from .models import Document
 from .plan import SubmissionPlan
 from .services import submission_apply, submission_plan
+from .uploads import UPLOAD_SYSTEM
 
 log = logging.getLogger(__name__)
-INGEST_DOCUMENT_KIND = "ingest:document"
-UPLOAD_SYSTEM = "upload"  # the source system of uploaded documents
 
 
 @dataclass
@@ -156,45 +155,6 @@ def ingest_file(
         prepared.outcome.error = f"{exc.code}: {exc.detail}"
         return prepared.outcome
     return _counted(prepared.outcome, result)
-
-
-@transaction.atomic
-def document_upload(
-    *,
-    tenant: Tenant,
-    filename: str,
-    content: Any,
-    size: int,
-    title: str = "",
-    acl: list[str] | None = None,
-    restriction: str | None = None,
-    uploaded_by: str = "",
-) -> Document:
-    """Store an uploaded file and enqueue its `ingest:document` job (same transaction)."""
-    document = Document(
-        tenant=tenant,
-        filename=filename[:255],
-        size=size,
-        title=title[:500],
-        acl=acl or [],
-        restriction=restriction or None,
-        uploaded_by=uploaded_by[:200],
-    )
-    document.file.save(filename[:100], content, save=False)
-    document.save()
-    job = job_enqueue(
-        tenant=tenant,
-        kind=INGEST_DOCUMENT_KIND,
-        payload={"v": 1, "documentId": str(document.pk)},
-        priority=2,
-        subject=str(document.pk),
-    )
-    document.job_id = job.pk
-    document.save(update_fields=["job_id"])
-    from telha.jobs import dispatch
-
-    transaction.on_commit(lambda: dispatch.kick(INGEST_DOCUMENT_KIND))
-    return document
 
 
 def document_refused(document: Document, reason: str) -> None:

@@ -55,7 +55,7 @@ def _upload(client):
     ("call", "kind", "queue"),
     [
         (_submit, "clarify:temporal", "telha-clarify"),  # clarify/services.py, via ingest
-        (_upload, "ingest:document", "telha-ingest"),  # telha/ingest/documents.py
+        (_upload, "ingest:document", "telha-ingest"),  # telha/ingest/uploads.py
     ],
 )
 def test_the_kick_waits_for_the_commit(

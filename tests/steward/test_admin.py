@@ -24,7 +24,7 @@ from clarify.models import (
 )
 from delivery.models import Delivery
 from telha.graph.models import NodeVersion, Source
-from telha.ingest.documents import document_upload
+from telha.ingest.uploads import document_upload
 from telha.jobs.models import Job, JobStatus
 from telha.tenancy.models import ApiKey, Person
 from telha.tenancy.services import api_key_create, workspace_load

@@ -25,7 +25,7 @@ from delivery.actions import ANSWERED, DROPPED, card_action_process
 from delivery.ask import respond
 from delivery.models import CardAction, ChatTurn, Delivery, TeamsConversation
 from telha.graph.models import Node, NodeVersion
-from telha.ingest.documents import document_upload
+from telha.ingest.uploads import document_upload
 from telha.jobs.models import JobStatus
 from telha.tenancy.models import ApiKey, Person, PersonAlias
 from telha.tenancy.services import workspace_load

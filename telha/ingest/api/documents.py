@@ -12,7 +12,6 @@ from rest_framework.views import APIView
 from telha.common.errors import DomainError, InvalidInput
 from telha.graph.services import acl_principal_valid
 from telha.ingest.detection.build import MAX_FILE_BYTES
-from telha.ingest.documents import INGEST_DOCUMENT_KIND, document_upload
 from telha.ingest.formats import (
     SUPPORTED,
     SUPPORTED_LABEL,
@@ -22,6 +21,7 @@ from telha.ingest.formats import (
     Unsupported,
     precheck_upload,
 )
+from telha.ingest.uploads import INGEST_DOCUMENT_KIND, document_upload
 from telha.tenancy.auth import IsIngestServiceOrSteward, caller_of
 
 

@@ -1,0 +1,54 @@
+"""An uploaded document (the API's `POST /v1/documents`, the admin's upload form): the
+file stored and its `ingest:document` job enqueued in one transaction; the job's worker
+(`documents.handle_lease`) detects and applies it."""
+
+from typing import Any
+
+from django.db import transaction
+
+from telha.jobs.services import job_enqueue
+from telha.tenancy.models import Tenant
+
+from .models import Document
+
+INGEST_DOCUMENT_KIND = "ingest:document"
+UPLOAD_SYSTEM = "upload"  # the source system of uploaded documents
+
+
+@transaction.atomic
+def document_upload(
+    *,
+    tenant: Tenant,
+    filename: str,
+    content: Any,
+    size: int,
+    title: str = "",
+    acl: list[str] | None = None,
+    restriction: str | None = None,
+    uploaded_by: str = "",
+) -> Document:
+    """Store an uploaded file and enqueue its `ingest:document` job (same transaction)."""
+    document = Document(
+        tenant=tenant,
+        filename=filename[:255],
+        size=size,
+        title=title[:500],
+        acl=acl or [],
+        restriction=restriction or None,
+        uploaded_by=uploaded_by[:200],
+    )
+    document.file.save(filename[:100], content, save=False)
+    document.save()
+    job = job_enqueue(
+        tenant=tenant,
+        kind=INGEST_DOCUMENT_KIND,
+        payload={"v": 1, "documentId": str(document.pk)},
+        priority=2,
+        subject=str(document.pk),
+    )
+    document.job_id = job.pk
+    document.save(update_fields=["job_id"])
+    from telha.jobs import dispatch
+
+    transaction.on_commit(lambda: dispatch.kick(INGEST_DOCUMENT_KIND))
+    return document
