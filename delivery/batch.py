@@ -22,8 +22,8 @@ in id order, after re-reading their state and that the leases are still held, ex
 is sent. A failing transaction writes nothing and leaves every lease to `handle_lease`.
 Then the sends, one by one: a failed send is audited and fails its job as on the
 per-lease path, and does not touch the others. The sent rows are updated in one
-statement and the events appended in one per request id (each job's audit log lines
-carry the id of the request that enqueued it)."""
+statement and the events appended in one (each job's audit log lines carry the id of
+the request that enqueued it)."""
 
 import logging
 from collections import defaultdict
@@ -38,6 +38,7 @@ from django.utils import timezone
 
 from clarify.models import AuditEvent, Clarification, Severity, State
 from clarify.policy import policy_for
+from clarify.reports import target_names
 from telha.common.observability import request_id_var
 from telha.common.times import now_us
 from telha.jobs.models import Job, JobStatus
@@ -255,12 +256,13 @@ def _deliver(asks: list[Ask]) -> None:
     """After the rows committed: each card sent in lease order (a digest's only
     audited), the sent rows updated in one statement, the events appended."""
     restricted: dict[Any, bool] = {}
+    names = target_names([ask.clar for ask in asks if not ask.digest])
     sent: list[Delivery] = []
     events: list[tuple[str, AuditEvent]] = []  # (the job's request id, the event)
     for ask in asks:
         token = request_id_var.set(ask.lease.job.request_id)
         try:
-            event = _send(ask, restricted)
+            event = _send(ask, restricted, names)
         except Exception as exc:  # a bug in one send must not lose the others' jobs
             log.exception("job %s failed in its batch handler", ask.lease.job.pk)
             fail_after_bug(ask.lease, exc)
@@ -280,7 +282,7 @@ def _deliver(asks: list[Ask]) -> None:
                 fail_after_bug(ask.lease, exc)
 
 
-def _send(ask: Ask, restricted: dict[Any, bool]) -> AuditEvent | None:
+def _send(ask: Ask, restricted: dict[Any, bool], names: dict[Any, str]) -> AuditEvent | None:
     """One card: its `digested` event, or sent and its `delivered` event (the row's
     message reference and send time set on it), or None when the send failed (audited
     and the job failed by `send_card_or_fail`)."""
@@ -294,7 +296,7 @@ def _send(ask: Ask, restricted: dict[Any, bool]) -> AuditEvent | None:
         if clar.tenant_id not in restricted:
             restricted[clar.tenant_id] = tenant_has_restricted_excerpts(clar.tenant_id)
         excerpts = None if restricted[clar.tenant_id] else []
-    card = worker.outgoing_card(clar, delivery, route, ask.attempt, excerpts)
+    card = worker.outgoing_card(clar, delivery, route, ask.attempt, excerpts, names[clar.target_id])
     ref = worker.send_card_or_fail(
         ask.lease, clar, delivery, card, attempt=ask.attempt, person=ask.person, route=route
     )
@@ -314,16 +316,9 @@ def _audit_event(clar: Clarification, type: str, detail: dict[str, Any]) -> Audi
 
 
 def _write_outcomes(sent: list[Delivery], events: list[tuple[str, AuditEvent]]) -> None:
-    """The sent rows in one UPDATE; the events in one INSERT per request id, each under
-    its id (the audit log line of an event carries the id of its job's request)."""
+    """The sent rows in one UPDATE; the events in one INSERT, the audit log line of each
+    under the id of its job's request."""
     if sent:
         Delivery.objects.bulk_update(sent, ["status", "message_ref", "sent_at"])
-    by_request: dict[str, list[AuditEvent]] = {}
-    for request_id, event in events:
-        by_request.setdefault(request_id, []).append(event)
-    for request_id, chunk in by_request.items():
-        token = request_id_var.set(request_id)
-        try:
-            AuditEvent.objects.append(chunk)
-        finally:
-            request_id_var.reset(token)
+    if events:
+        AuditEvent.objects.append([e for _, e in events], request_ids=[r for r, _ in events])

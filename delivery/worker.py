@@ -422,11 +422,12 @@ def outgoing_card(
     route: Route,
     attempt: int,
     excerpts: list[str] | None = None,
+    name: str | None = None,
 ) -> Card:
     """The question card with the delivery's nonce, through the restriction gate off the
-    inbox (a block is audited). `excerpts`: the restricted excerpts it quotes, when the
-    caller knows them already (None: the gate asks the database)."""
-    card = build_card(clar, delivery.nonce, excerpt_for_chat(clar))
+    inbox (a block is audited). `excerpts`: the restricted excerpts it quotes, and `name`
+    the target's name, when the caller knows them already (None: read here)."""
+    card = build_card(clar, delivery.nonce, excerpt_for_chat(clar), name)
     if route.channel.name != "inbox":
         card, blocked = gated_card(card, clar, excerpts)
         if blocked:
