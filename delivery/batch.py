@@ -20,13 +20,18 @@ The delivery rows are made in one transaction, under the clarifications' row loc
 in id order, after re-reading their state and that the leases are still held, exactly as
 `_delivery_record` makes one: each row with its fresh nonce is committed before its card
 is sent. A failing transaction writes nothing and leaves every lease to `handle_lease`.
-Then the sends, one by one: a failed send is audited and fails its job as on the
-per-lease path, and does not touch the others. The sent rows are updated in one
+Then the sends — on a channel whose sends touch no database (Slack) SEND_THREADS at a
+time from a thread pool, else one by one — and each outcome handled in lease order: a
+failed send is audited and fails its job as on the per-lease path, and does not touch
+the others. The sent rows are updated in one
 statement and the events appended in one (each job's audit log lines carry the id of
 the request that enqueued it)."""
 
 import logging
 from collections import defaultdict
+from collections.abc import Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from typing import Any
@@ -48,6 +53,8 @@ from telha.tenancy.models import Person
 from telha.tenancy.selectors import aliases_for
 
 from . import worker
+from .cards import Card
+from .channels import DeliveryError
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus
 from .restriction import tenant_has_restricted_excerpts
@@ -55,6 +62,8 @@ from .restriction import tenant_has_restricted_excerpts
 log = logging.getLogger(__name__)
 CLOSED = (State.ANSWERED, State.CONFLICTED)
 COUNTED = (DeliveryStatus.SENT, DeliveryStatus.QUEUED_DIGEST)  # what the daily cap counts
+# Sends at once on a channel with `threaded_sends` (Slack: one Web API call each).
+SEND_THREADS = 4
 
 
 @dataclass
@@ -253,62 +262,125 @@ def _record(asks: list[Ask]) -> list[Ask]:
 
 
 def _deliver(asks: list[Ask]) -> None:
-    """After the rows committed: each card sent in lease order (a digest's only
-    audited), the sent rows updated in one statement, the events appended."""
+    """After the rows committed: each card built in lease order (a digest's only
+    audited), the cards sent (`_send_all`), each outcome handled in lease order as
+    `_ask` handles it, then the sent rows updated in one statement and the events
+    appended."""
     restricted: dict[Any, bool] = {}
     names = target_names([ask.clar for ask in asks if not ask.digest])
-    sent: list[Delivery] = []
     events: list[tuple[str, AuditEvent]] = []  # (the job's request id, the event)
+    cards: list[tuple[Ask, Card]] = []
     for ask in asks:
-        token = request_id_var.set(ask.lease.job.request_id)
-        try:
-            event = _send(ask, restricted, names)
-        except Exception as exc:  # a bug in one send must not lose the others' jobs
-            log.exception("job %s failed in its batch handler", ask.lease.job.pk)
-            fail_after_bug(ask.lease, exc)
-            continue
-        finally:
-            request_id_var.reset(token)
-        if event is not None:
-            events.append((ask.lease.job.request_id, event))
-            if event.type == "delivered" and ask.delivery is not None:
-                sent.append(ask.delivery)
+        with _request_of(ask), _failing_its_job(ask):
+            if ask.digest:
+                events.append((ask.lease.job.request_id, _digested(ask)))
+            else:
+                cards.append((ask, _card(ask, restricted, names)))
+    sent: list[Delivery] = []
+    for (ask, _), outcome in zip(cards, _send_all(cards), strict=True):
+        with _request_of(ask), _failing_its_job(ask):
+            if isinstance(outcome, Exception):
+                raise outcome
+            events.append((ask.lease.job.request_id, _delivered(ask, outcome)))
+            assert ask.delivery is not None
+            sent.append(ask.delivery)
     try:
         _write_outcomes(sent, events)
     except Exception as exc:  # as a per-lease handler raising after its send
         log.exception("the outcomes of %d cards were not written", len(sent))
-        for ask in asks:
+        for ask, _ in cards:
             if ask.delivery in sent:
                 fail_after_bug(ask.lease, exc)
 
 
-def _send(ask: Ask, restricted: dict[Any, bool], names: dict[Any, str]) -> AuditEvent | None:
-    """One card: its `digested` event, or sent and its `delivered` event (the row's
-    message reference and send time set on it), or None when the send failed (audited
-    and the job failed by `send_card_or_fail`)."""
-    clar, delivery, route = ask.clar, ask.delivery, ask.route
-    assert delivery is not None
-    if ask.digest:
-        detail = worker.digested_detail(ask.lease, ask.attempt, ask.person, route, delivery)
-        return _audit_event(clar, "digested", detail)
+@contextmanager
+def _request_of(ask: Ask) -> Iterator[None]:
+    """The id of the request that enqueued the ask's job, as around a per-lease handler."""
+    token = request_id_var.set(ask.lease.job.request_id)
+    try:
+        yield
+    finally:
+        request_id_var.reset(token)
+
+
+@contextmanager
+def _failing_its_job(ask: Ask) -> Iterator[None]:
+    """A send that still failed is audited and fails the job (`card_failed`); anything
+    else raised fails the job like a per-lease handler's bug. The other asks go on."""
+    assert ask.delivery is not None
+    try:
+        yield
+    except DeliveryError as exc:
+        worker.card_failed(
+            ask.lease,
+            ask.clar,
+            ask.delivery,
+            exc,
+            attempt=ask.attempt,
+            person=ask.person,
+            route=ask.route,
+        )
+    except Exception as exc:
+        log.exception("job %s failed in its batch handler", ask.lease.job.pk)
+        fail_after_bug(ask.lease, exc)
+
+
+def _digested(ask: Ask) -> AuditEvent:
+    assert ask.delivery is not None
+    detail = worker.digested_detail(ask.lease, ask.attempt, ask.person, ask.route, ask.delivery)
+    return _audit_event(ask.clar, "digested", detail)
+
+
+def _card(ask: Ask, restricted: dict[Any, bool], names: dict[Any, str]) -> Card:
+    """The ask's card through the restriction gate; whether the tenant has restricted
+    excerpts at all is asked once per tenant (none: nothing to look up per card)."""
+    clar, route = ask.clar, ask.route
+    assert ask.delivery is not None
     excerpts: list[str] | None = None
     if route.channel.name != "inbox":
         if clar.tenant_id not in restricted:
             restricted[clar.tenant_id] = tenant_has_restricted_excerpts(clar.tenant_id)
         excerpts = None if restricted[clar.tenant_id] else []
-    card = worker.outgoing_card(clar, delivery, route, ask.attempt, excerpts, names[clar.target_id])
-    ref = worker.send_card_or_fail(
-        ask.lease, clar, delivery, card, attempt=ask.attempt, person=ask.person, route=route
-    )
-    if ref is None:
-        return None
-    delivery.status, delivery.message_ref, delivery.sent_at = (
-        DeliveryStatus.SENT,
-        ref[:500],
-        timezone.now(),
-    )
-    detail = worker.delivered_detail(ask.lease, ask.attempt, ask.person, route, delivery, ref)
-    return _audit_event(clar, "delivered", detail)
+    name = names[clar.target_id]
+    return worker.outgoing_card(clar, ask.delivery, route, ask.attempt, excerpts, name)
+
+
+def _send_all(cards: list[tuple[Ask, Card]]) -> list[str | Exception]:
+    """Each card's message reference or the exception its send raised, in order. Cards
+    on a channel with `threaded_sends` go out SEND_THREADS at a time from a thread pool
+    (they touch no database); the others one by one from this thread meanwhile."""
+    outcomes: list[str | Exception | Future[str | Exception]] = []
+    threaded = [ask.route.channel.threaded_sends for ask, _ in cards]
+    pool = ThreadPoolExecutor(SEND_THREADS) if SEND_THREADS > 1 and sum(threaded) > 1 else None
+    try:
+        for (ask, card), in_pool in zip(cards, threaded, strict=True):
+            if pool is not None and in_pool:
+                outcomes.append(pool.submit(_send_one, ask, card))
+            else:
+                outcomes.append(_send_one(ask, card))
+        return [o.result() if isinstance(o, Future) else o for o in outcomes]
+    finally:
+        if pool is not None:
+            pool.shutdown()
+
+
+def _send_one(ask: Ask, card: Card) -> str | Exception:
+    with _request_of(ask):
+        try:
+            return worker.send_card(ask.route, card)
+        except Exception as exc:
+            return exc
+
+
+def _delivered(ask: Ask, ref: str) -> AuditEvent:
+    """The sent row's message reference and send time (written by `_write_outcomes`),
+    and its `delivered` event."""
+    delivery = ask.delivery
+    assert delivery is not None
+    delivery.status, delivery.message_ref = DeliveryStatus.SENT, ref[:500]
+    delivery.sent_at = timezone.now()
+    detail = worker.delivered_detail(ask.lease, ask.attempt, ask.person, ask.route, delivery, ref)
+    return _audit_event(ask.clar, "delivered", detail)
 
 
 def _audit_event(clar: Clarification, type: str, detail: dict[str, Any]) -> AuditEvent:

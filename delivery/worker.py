@@ -451,18 +451,38 @@ def send_card_or_fail(
     still failed: then it is audited and the job failed retryable with
     `DELIVERY_FAILED` (a skip code: the next candidate's attempt is leasable at once)."""
     try:
-        return _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
+        return send_card(route, card)
     except DeliveryError as exc:
-        _delivery_failed(clar, delivery, exc, attempt=attempt, person=person, route=route)
-        job_fail(
-            tenant=None,
-            job_id=lease.job.pk,
-            token=lease.token,
-            retryable=True,
-            reason=DELIVERY_FAILED,
-            detail=str(exc)[:300],
-        )
+        card_failed(lease, clar, delivery, exc, attempt=attempt, person=person, route=route)
         return None
+
+
+def send_card(route: Route, card: Card) -> str:
+    """The card sent on the route with the in-lease retries; its message reference."""
+    return _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
+
+
+def card_failed(
+    lease: Lease,
+    clar: Clarification,
+    delivery: Delivery,
+    exc: DeliveryError,
+    *,
+    attempt: int,
+    person: Person,
+    route: Route,
+) -> None:
+    """A card's send still failed after the retries: audited (`delivery_failed`) and the
+    job failed retryable with `DELIVERY_FAILED`."""
+    _delivery_failed(clar, delivery, exc, attempt=attempt, person=person, route=route)
+    job_fail(
+        tenant=None,
+        job_id=lease.job.pk,
+        token=lease.token,
+        retryable=True,
+        reason=DELIVERY_FAILED,
+        detail=str(exc)[:300],
+    )
 
 
 def _steward_notified(clar: Clarification) -> bool:
