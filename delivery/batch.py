@@ -47,8 +47,8 @@ from clarify.reports import target_names
 from telha.common.observability import request_id_var
 from telha.common.times import now_us
 from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import Lease
-from telha.jobs.tasks import fail_after_bug
+from telha.jobs.services import Lease, LeaseLost
+from telha.jobs.tasks import fail_after_bug, still_held
 from telha.tenancy.models import Person
 from telha.tenancy.selectors import aliases_for
 
@@ -97,7 +97,10 @@ def handle_leases(leases: list[Lease]) -> list[Lease]:
         except DatabaseError:
             log.exception("the delivery rows of %d cards rolled back; one by one now", len(asks))
             return leases
-        _deliver(asks)
+        try:
+            _deliver(asks)
+        except Exception:  # the rows exist and cards went out: never handled twice
+            log.exception("the batch of %d cards failed after its rows were made", len(asks))
     taken = {ask.lease.job.pk for ask in asks}
     return [lease for lease in leases if lease.job.pk not in taken]
 
@@ -311,18 +314,33 @@ def _failing_its_job(ask: Ask) -> Iterator[None]:
     try:
         yield
     except DeliveryError as exc:
-        worker.card_failed(
-            ask.lease,
-            ask.clar,
-            ask.delivery,
-            exc,
-            attempt=ask.attempt,
-            person=ask.person,
-            route=ask.route,
-        )
+        with _lease_lost_logged(ask):
+            worker.card_failed(
+                ask.lease,
+                ask.clar,
+                ask.delivery,
+                exc,
+                attempt=ask.attempt,
+                person=ask.person,
+                route=ask.route,
+            )
+    except LeaseLost:
+        _log_lease_lost(ask)
     except Exception as exc:
         log.exception("job %s failed in its batch handler", ask.lease.job.pk)
         fail_after_bug(ask.lease, exc)
+
+
+@contextmanager
+def _lease_lost_logged(ask: Ask) -> Iterator[None]:
+    try:
+        yield
+    except LeaseLost:
+        _log_lease_lost(ask)
+
+
+def _log_lease_lost(ask: Ask) -> None:
+    log.info("lease on job %s was lost; another worker or a re-ask owns it now", ask.lease.job.pk)
 
 
 def _digested(ask: Ask) -> AuditEvent:
@@ -346,22 +364,24 @@ def _card(ask: Ask, restricted: dict[Any, bool], names: dict[Any, str]) -> Card:
 
 
 def _send_all(cards: list[tuple[Ask, Card]]) -> list[str | Exception]:
-    """Each card's message reference or the exception its send raised, in order. Cards
-    on a channel with `threaded_sends` go out SEND_THREADS at a time from a thread pool
-    (they touch no database); the others one by one from this thread meanwhile."""
-    outcomes: list[str | Exception | Future[str | Exception]] = []
-    threaded = [ask.route.channel.threaded_sends for ask, _ in cards]
-    pool = ThreadPoolExecutor(SEND_THREADS) if SEND_THREADS > 1 and sum(threaded) > 1 else None
-    try:
-        for (ask, card), in_pool in zip(cards, threaded, strict=True):
-            if pool is not None and in_pool:
-                outcomes.append(pool.submit(_send_one, ask, card))
-            else:
-                outcomes.append(_send_one(ask, card))
-        return [o.result() if isinstance(o, Future) else o for o in outcomes]
-    finally:
-        if pool is not None:
-            pool.shutdown()
+    """Each card's message reference or the exception its send raised, in order, sent
+    SEND_THREADS at a time: the cards of a channel with `threaded_sends` (they touch no
+    database) from a thread pool, the others from this thread meanwhile. Before each
+    group the leases are checked as `work()` checks a lease that waited (one more than
+    half spent is extended; a lost one is not sent: `LeaseLost`)."""
+    outcomes: list[str | Exception] = []
+    with ThreadPoolExecutor(max(1, SEND_THREADS)) as pool:
+        for start in range(0, len(cards), max(1, SEND_THREADS)):
+            group: list[str | Exception | Future[str | Exception]] = []
+            for ask, card in cards[start : start + max(1, SEND_THREADS)]:
+                if not still_held(ask.lease):
+                    group.append(LeaseLost())
+                elif ask.route.channel.threaded_sends and SEND_THREADS > 1:
+                    group.append(pool.submit(_send_one, ask, card))
+                else:
+                    group.append(_send_one(ask, card))
+            outcomes += [o.result() if isinstance(o, Future) else o for o in group]
+    return outcomes
 
 
 def _send_one(ask: Ask, card: Card) -> str | Exception:

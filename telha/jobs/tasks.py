@@ -50,7 +50,7 @@ def batch_handler_for(kind: str) -> Callable[[list[Lease]], list[Lease]] | None:
     return None
 
 
-def _still_held(lease: Lease) -> bool:
+def still_held(lease: Lease) -> bool:
     """Later jobs of a batch wait for earlier ones: extend a lease that is more than half
     spent before handling it; a lease already lost is skipped (its new holder has it)."""
     remaining = (lease.expires_at - timezone.now()).total_seconds()
@@ -104,7 +104,7 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
         done += len(leases)
         left = _run_batch(batch, leases) if batch is not None else leases
         for lease in left:
-            if _still_held(lease):
+            if still_held(lease):
                 _run_one(handler, lease)
     return done
 
