@@ -3,12 +3,14 @@ gives the same rows, events and sends as one lease at a time, the daily cap and 
 digest threshold hold across a batch, one failing send leaves the others alone, a failed
 transaction writes nothing, and the statements stay few per card."""
 
+import dataclasses
 from typing import Any
 from unittest import mock
 
 import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
 
 import delivery.batch
 from clarify.models import AuditEvent, Clarification
@@ -20,6 +22,7 @@ from telha.jobs.services import job_lease
 from .conftest import JOB_KIND, deliveries, events, job_of, run_worker
 
 pytestmark = pytest.mark.django_db
+RECORD = delivery.batch._record
 
 # (severity hint, first candidate, second candidate) of the mixed batch: alice four
 # times (cap 3, digest threshold 2), bob unreachable, olga unable to read the source,
@@ -186,3 +189,34 @@ def test_a_batch_of_twenty_cards_costs_few_statements(submit, channel, clarify_s
     assert len(queries) <= 6 * 20
     worker_statements = len(queries) - len(channel.rows_at_send)
     assert worker_statements <= 20 + 25, [q["sql"][:90] for q in queries]
+
+
+def test_a_lease_lost_before_its_send_is_not_sent(submit, channel):
+    clars = submit_many(submit, [(None, "alice", "vera")] * 3)
+    leases = job_lease(tenant=None, audience="clarify", kinds=[JOB_KIND], max_jobs=50)
+    lost = leases[0].job.pk
+    # Another worker took the first job over while the batch was sending, and by the
+    # time of its send its lease was more than half spent (so it is checked).
+    leases[0] = dataclasses.replace(leases[0], expires_at=timezone.now())
+    Job.objects.filter(pk=lost).update(lease_token=None, status=JobStatus.PENDING)
+
+    with mock.patch.object(
+        delivery.batch, "_record", side_effect=lambda asks: _recorded(asks, lost)
+    ):
+        assert handle_leases(leases) == []
+
+    [gone] = [c for c in clars if str(c.pk) == leases[0].job.subject]
+    assert sorted(card.clarification_id for _, card in channel.cards) == sorted(
+        str(c.pk) for c in clars if c != gone
+    )
+    assert Job.objects.get(pk=lost).status == JobStatus.PENDING  # left to its new holder
+    assert not events(gone, "delivered") and not events(gone, "delivery_failed")
+
+
+def _recorded(asks: Any, lost: int) -> Any:
+    """`_record` as if the lease of job `lost` had still been held when the rows were
+    made (it was lost after, before the send)."""
+    Job.objects.filter(pk=lost).update(status=JobStatus.LEASED, lease_token=asks[0].lease.token)
+    made = RECORD(asks)
+    Job.objects.filter(pk=lost).update(lease_token=None, status=JobStatus.PENDING)
+    return made
