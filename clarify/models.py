@@ -12,7 +12,7 @@ from typing import Any, TypeVar, cast
 
 from django.db import connections, models, router
 
-from telha.common.observability import audit_events_count
+from telha.common.observability import audit_events_count, request_id_var
 from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.tenancy.models import Rights, Tenant
 
@@ -229,13 +229,19 @@ class ClarificationBinding(models.Model):
 audit_log = logging.getLogger("clarify.audit")
 
 
-def _log_appended(events: Iterable["AuditEvent"]) -> None:
+def _log_appended(events: Iterable["AuditEvent"], request_ids: list[str] | None = None) -> None:
     """Every appended audit event is also a log line, so it carries the current request
-    id: the submission's, the worker's (restored from its job) or the answer's; and is
+    id: the submission's, the worker's (restored from its job) or the answer's — or, when
+    `request_ids` is given (a batch of several jobs' events), each event's own; and is
     counted for /metrics once committed (telha.common.observability)."""
     counted = []
-    for event in events:
-        audit_log.info("audit %s clarification=%s", event.type, event.clarification_id or "-")
+    for i, event in enumerate(events):
+        token = request_id_var.set(request_ids[i]) if request_ids is not None else None
+        try:
+            audit_log.info("audit %s clarification=%s", event.type, event.clarification_id or "-")
+        finally:
+            if token is not None:
+                request_id_var.reset(token)
         reason = event.detail.get("reason") if isinstance(event.detail, dict) else None
         counted.append((event.type, str(reason or "")))
     audit_events_count(counted)
@@ -250,9 +256,11 @@ class AuditEventQuerySet(models.QuerySet[_Event]):
         _log_appended(created)
         return created
 
-    def append(self, events: list[_Event]) -> None:
+    def append(self, events: list[_Event], request_ids: list[str] | None = None) -> None:
         """Insert `events` in one statement (`APPEND_SQL`; one per 100 events) and log
-        them, like `bulk_create(events)`: each gets its key and is marked saved."""
+        them, like `bulk_create(events)`: each gets its key and is marked saved.
+        `request_ids`: the request id each event's log line carries (default: the current
+        one), for a batch of several jobs' events."""
         connection = connections[router.db_for_write(AuditEvent)]
         meta = AuditEvent._meta
         names = ("tenant", "clarification", "detail")
@@ -274,7 +282,7 @@ class AuditEventQuerySet(models.QuerySet[_Event]):
                 for event, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
                     event.pk = pk
                     event._state.adding, event._state.db = False, connection.alias
-        _log_appended(events)
+        _log_appended(events, request_ids)
 
 
 # The audit events' insert, literal (the answer appends its events on every answer): the

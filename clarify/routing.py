@@ -1,6 +1,7 @@
 """The routing job's lifecycle as seen by clarifications (spec §5 lifecycle; architecture
 "The job that IS the delivery"): lease expiry after a send is the escalation window."""
 
+import uuid
 from typing import Any
 
 from django.conf import settings
@@ -27,6 +28,7 @@ def clarify_job_policy() -> KindPolicy:
         max_attempts=4,
         on_retry=on_retry,
         on_lease=on_attempt_start,
+        on_lease_many=on_attempts_start,
         on_window_end=on_window_expired,
         on_dead=on_dead,
     )
@@ -107,6 +109,42 @@ def on_attempt_start(job: Job) -> None:
         return
     clarification_transition(clar, State.OPEN, attempt=job.attempts)
     clar.save(update_fields=["state", "updated_at"])
+
+
+def _window_ended(job: Job) -> bool:
+    return job.attempts > 0 and job.last_error.startswith(LEASE_EXPIRED)
+
+
+def on_attempts_start(jobs: list[Job]) -> None:
+    """`on_attempt_start` for the jobs one lease took at once: their clarifications
+    locked in one statement, in id order; an expired one is open again. A job whose
+    previous window's end is still to record goes through `on_attempt_start` (its
+    clarification already locked here)."""
+    ids = {job.pk: _clarification_id(job) for job in jobs}
+    locked = {
+        str(c.pk): c
+        for c in Clarification.objects.select_for_update()
+        .filter(pk__in={cid for cid in ids.values() if cid})
+        .order_by("pk")
+    }
+    for job in jobs:
+        if _window_ended(job):
+            on_attempt_start(job)
+            continue
+        clar = locked.get(ids[job.pk])
+        if clar is None or clar.tenant_id != job.tenant_id or clar.state != State.EXPIRED:
+            continue
+        clarification_transition(clar, State.OPEN, attempt=job.attempts)
+        clar.save(update_fields=["state", "updated_at"])
+
+
+def _clarification_id(job: Job) -> str:
+    """The job's clarification id, or "" when its payload names none (or not a UUID)."""
+    cid = job.payload.get("clarificationId") if isinstance(job.payload, dict) else None
+    try:
+        return str(uuid.UUID(str(cid))) if cid else ""
+    except ValueError:
+        return ""
 
 
 SKIP_EVENT_TYPES = ("skipped", "delivery_failed", "digested")

@@ -112,9 +112,10 @@ def _count_word(n: int) -> str:
     return {2: "two", 3: "three", 4: "four", 5: "five"}.get(n, str(n))
 
 
-def build_card(clar: Clarification, nonce: str, excerpt: str) -> Card:
+def build_card(clar: Clarification, nonce: str, excerpt: str, name: str | None = None) -> Card:
+    """`name`: the target's display name when already known (`target_names`)."""
     title, url = document_of(clar)
-    name = target_name(clar)
+    name = target_name(clar) if name is None else name
     question = QUESTION_BY_KIND.get(clar.kind, "Which date is right for “{name}”?").format(
         name=name
     )

@@ -92,6 +92,13 @@ def _restricted_spans(tenant: Any) -> Any:
     )
 
 
+def tenant_has_restricted_excerpts(tenant: Any) -> bool:
+    """Whether the tenant has any restricted span excerpt `restricted_excerpts_in` could
+    find (one query). When it has none, every outgoing text's excerpts are `[]`, so a
+    batch of cards needs no per-card check."""
+    return bool(_restricted_spans(tenant).filter(end__gte=F("start") + MIN_EXCERPT_CHARS).exists())
+
+
 def restricted_excerpts_in(tenant: Any, text: str) -> list[str]:
     """Every restricted span excerpt of the tenant (≥ MIN_EXCERPT_CHARS once normalised)
     that occurs verbatim — case- and whitespace-insensitively — in `text`, however many

@@ -40,7 +40,7 @@ from telha.jobs.services import Lease, LeaseLost, job_advance, job_complete, job
 from telha.tenancy.models import Person, Rights
 from telha.tenancy.selectors import aliases_for
 
-from .cards import Escalation, build_card, build_escalation, build_steward_notice
+from .cards import Card, Escalation, build_card, build_escalation, build_steward_notice
 from .channels import Channel, DeliveryError, configured_channels
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState
@@ -329,7 +329,10 @@ def _skip_reason(
     verdicts: dict[Any, str | None],
     aliases: dict[str, dict[str, str]],
     order: list[str] | None = None,
+    sent_today: int | None = None,
 ) -> str | None:
+    """Why `candidate` is not asked (a skip reason code), or None. `sent_today`: their
+    cards of the last day when the caller counted them already (a batch does)."""
     if candidate is None:
         return NO_DELIVERY_ALIAS
     if candidate.deactivated_at is not None:
@@ -339,7 +342,9 @@ def _skip_reason(
         return verdict
     if route_for(candidate, aliases.get(str(candidate.pk), {}), order) is None:
         return NO_DELIVERY_ALIAS
-    if _sent_today(candidate) >= settings.CLARIFY["PER_PERSON_DAILY_CAP"]:
+    if sent_today is None:
+        sent_today = _sent_today(candidate)
+    if sent_today >= settings.CLARIFY["PER_PERSON_DAILY_CAP"]:
         return DAILY_CAP_EXCEEDED
     return None
 
@@ -365,54 +370,119 @@ def _ask(
         clar, person, lease, attempt, DeliveryKind.QUESTION, route.channel.name, status
     )
     if digest:
-        _event(
-            clar,
-            "digested",
-            attempt=attempt,
-            candidate=str(person.pk),
-            channel=route.channel.name,
-            reason=DIGESTED,
-            nonceState=delivery.nonce_state,
-            job=lease.job.pk,
-        )
+        _event(clar, "digested", **digested_detail(lease, attempt, person, route, delivery))
         return
-    card = build_card(clar, delivery.nonce, excerpt_for_chat(clar))
-    if route.channel.name != "inbox":
-        card, blocked = gated_card(card, clar)
-        if blocked:
-            restricted_content_blocked(
-                clar, reason=blocked, channel=route.channel.name, message="card", attempt=attempt
-            )
-    try:
-        ref = _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
-    except DeliveryError as exc:
-        _delivery_failed(clar, delivery, exc, attempt=attempt, person=person, route=route)
-        job_fail(
-            tenant=None,
-            job_id=lease.job.pk,
-            token=lease.token,
-            retryable=True,
-            reason=DELIVERY_FAILED,
-            detail=str(exc)[:300],
-        )
+    card = outgoing_card(clar, delivery, route, attempt)
+    ref = send_card_or_fail(
+        lease, clar, delivery, card, attempt=attempt, person=person, route=route
+    )
+    if ref is None:
         return
     Delivery.objects.filter(pk=delivery.pk).update(
         status=DeliveryStatus.SENT, message_ref=ref[:500], sent_at=timezone.now()
     )
-    _event(
-        clar,
-        "delivered",
-        attempt=attempt,
-        candidate=str(person.pk),
-        channel=route.channel.name,
-        nonceState=delivery.nonce_state,
-        messageRef=ref[:200],
-        job=lease.job.pk,
-    )
+    _event(clar, "delivered", **delivered_detail(lease, attempt, person, route, delivery, ref))
     if clar.severity == Severity.HIGH and not _steward_notified(clar):
         # Once per clarification, at its first card (ranking[0] may have been skipped).
         _notify_stewards(lease, clar, attempt, person, order)
     # No heartbeat from here on: lease expiry + backoff is the escalation window.
+
+
+def digested_detail(
+    lease: Lease, attempt: int, person: Person, route: Route, delivery: Delivery
+) -> dict[str, Any]:
+    """The `digested` event's detail: the card is queued for the person's digest."""
+    return {
+        "attempt": attempt,
+        "candidate": str(person.pk),
+        "channel": route.channel.name,
+        "reason": DIGESTED,
+        "nonceState": delivery.nonce_state,
+        "job": lease.job.pk,
+    }
+
+
+def delivered_detail(
+    lease: Lease, attempt: int, person: Person, route: Route, delivery: Delivery, ref: str
+) -> dict[str, Any]:
+    """The `delivered` event's detail: the card was sent, `ref` its message reference."""
+    return {
+        "attempt": attempt,
+        "candidate": str(person.pk),
+        "channel": route.channel.name,
+        "nonceState": delivery.nonce_state,
+        "messageRef": ref[:200],
+        "job": lease.job.pk,
+    }
+
+
+def outgoing_card(
+    clar: Clarification,
+    delivery: Delivery,
+    route: Route,
+    attempt: int,
+    excerpts: list[str] | None = None,
+    name: str | None = None,
+) -> Card:
+    """The question card with the delivery's nonce, through the restriction gate off the
+    inbox (a block is audited). `excerpts`: the restricted excerpts it quotes, and `name`
+    the target's name, when the caller knows them already (None: read here)."""
+    card = build_card(clar, delivery.nonce, excerpt_for_chat(clar), name)
+    if route.channel.name != "inbox":
+        card, blocked = gated_card(card, clar, excerpts)
+        if blocked:
+            restricted_content_blocked(
+                clar, reason=blocked, channel=route.channel.name, message="card", attempt=attempt
+            )
+    return card
+
+
+def send_card_or_fail(
+    lease: Lease,
+    clar: Clarification,
+    delivery: Delivery,
+    card: Card,
+    *,
+    attempt: int,
+    person: Person,
+    route: Route,
+) -> str | None:
+    """Send the card with the in-lease retries; its message reference, or None when it
+    still failed: then it is audited and the job failed retryable with
+    `DELIVERY_FAILED` (a skip code: the next candidate's attempt is leasable at once)."""
+    try:
+        return send_card(route, card)
+    except DeliveryError as exc:
+        card_failed(lease, clar, delivery, exc, attempt=attempt, person=person, route=route)
+        return None
+
+
+def send_card(route: Route, card: Card) -> str:
+    """The card sent on the route with the in-lease retries; its message reference."""
+    return _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
+
+
+def card_failed(
+    lease: Lease,
+    clar: Clarification,
+    delivery: Delivery,
+    exc: DeliveryError,
+    *,
+    attempt: int,
+    person: Person,
+    route: Route,
+) -> None:
+    """A card's send still failed after the retries: audited (`delivery_failed`) and the
+    job failed retryable with `DELIVERY_FAILED`."""
+    _delivery_failed(clar, delivery, exc, attempt=attempt, person=person, route=route)
+    job_fail(
+        tenant=None,
+        job_id=lease.job.pk,
+        token=lease.token,
+        retryable=True,
+        reason=DELIVERY_FAILED,
+        detail=str(exc)[:300],
+    )
 
 
 def _steward_notified(clar: Clarification) -> bool:

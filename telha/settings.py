@@ -344,6 +344,9 @@ JOB_WORKERS: dict[str, str] = {
     "clarify:": "delivery.worker.handle_lease",
     "ingest:": "telha.ingest.documents.handle_lease",
 }
+# Kinds whose worker also takes a whole round of leases at once (telha.jobs.tasks.work):
+# the leases it leaves go to the JOB_WORKERS handler one by one.
+JOB_BATCH_WORKERS: dict[str, str] = {"clarify:temporal": "delivery.batch.handle_leases"}
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Which queue's cluster runs each audience's in-process worker, e.g.
 # "clarify=telha-clarify,ingest=telha-ingest" (unlisted audiences: the default queue). Set

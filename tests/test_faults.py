@@ -223,7 +223,7 @@ def _clarification_by_alice(ingest_client: Any, external_id: str) -> str:
 
 def _lease_racing(other: Callable[[], Any]) -> tuple[list[Any], list[Any]]:
     """Lease the (one) ready routing job in one thread, holding the job row for a
-    second before its `on_lease` hook locks the clarification, while `other` runs in a
+    second before its lease hook (`on_lease_many`) locks the clarification, while `other` runs in a
     second thread once the job is locked. Returns (leases, errors)."""
     from django.db import connections
 
@@ -233,12 +233,12 @@ def _lease_racing(other: Callable[[], Any]) -> tuple[list[Any], list[Any]]:
     barrier = threading.Barrier(2, timeout=30)
     errors: list[BaseException] = []
     leases: list[Any] = []
-    on_lease = clarify.routing.on_attempt_start
+    on_lease = clarify.routing.on_attempts_start  # the kind's on_lease_many hook
 
-    def slow_on_lease(job: Any) -> None:
+    def slow_on_lease(jobs: Any) -> None:
         barrier.wait()  # the job row is locked now; the other transaction starts
         time.sleep(1.0)  # …and reaches the clarification and the job
-        on_lease(job)  # → locks the clarification
+        on_lease(jobs)  # → locks the clarification
 
     def lease() -> None:
         try:
@@ -257,7 +257,7 @@ def _lease_racing(other: Callable[[], Any]) -> tuple[list[Any], list[Any]]:
         finally:
             connections.close_all()
 
-    with mock.patch("clarify.routing.on_attempt_start", side_effect=slow_on_lease):
+    with mock.patch("clarify.routing.on_attempts_start", side_effect=slow_on_lease):
         threads = [threading.Thread(target=lease), threading.Thread(target=run_other)]
         for t in threads:
             t.start()

@@ -88,6 +88,7 @@ def call_slack(call: Callable[[], Any]) -> Any:
 
 class SlackChannel(Channel):
     name = "slack"
+    threaded_sends = True  # a Web API call with its own WebClient; no database
 
     def configured(self) -> bool:
         return bool(settings.SLACK_BOT_TOKEN and settings.SLACK_SIGNING_SECRET)

@@ -37,6 +37,8 @@ class KindPolicy:
     on_dead: Callable[[Any], None] | None = field(default=None, compare=False)
     # A job was just leased (its next attempt starts); runs in the leasing transaction.
     on_lease: Callable[[Any], None] | None = field(default=None, compare=False)
+    # The same for all the jobs of the kind one lease took at once (instead of on_lease).
+    on_lease_many: Callable[[list[Any]], None] | None = field(default=None, compare=False)
     # A reaped job became runnable again: its backoff (e.g. an escalation window) ran out.
     on_window_end: Callable[[Any], None] | None = field(default=None, compare=False)
 

@@ -171,11 +171,23 @@ def job_lease(
                 lease_expires_at=db_now + timedelta(seconds=ttl),
                 updated_at=db_now,
             )
-        for job in jobs:
-            on_lease = policy_for_kind(job.kind).on_lease
-            if on_lease is not None:
-                on_lease(job)
+        _on_lease(jobs)
     return leases
+
+
+def _on_lease(jobs: Iterable[Job]) -> None:
+    """The kinds' lease hooks: `on_lease_many` once with the kind's jobs, else
+    `on_lease` job by job."""
+    by_kind: dict[str, list[Job]] = {}
+    for job in jobs:
+        by_kind.setdefault(job.kind, []).append(job)
+    for kind, of_kind in by_kind.items():
+        policy = policy_for_kind(kind)
+        if policy.on_lease_many is not None:
+            policy.on_lease_many(of_kind)
+        elif policy.on_lease is not None:
+            for job in of_kind:
+                policy.on_lease(job)
 
 
 class Fence(Enum):

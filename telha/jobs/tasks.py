@@ -22,6 +22,9 @@ from .services import Lease, LeaseLost, job_fail, job_heartbeat, job_lease, jobs
 
 log = logging.getLogger(__name__)
 WORK_LOOP_SECONDS = 50
+# Leases per round: a kind with a batch handler gets up to BATCH_LEASES at once.
+LEASES_PER_ROUND = 10
+BATCH_LEASES = 50
 
 
 def sweep() -> dict[str, Any]:
@@ -36,7 +39,18 @@ def handler_for(kind: str) -> Callable[[Lease], None] | None:
     return None
 
 
-def _still_held(lease: Lease) -> bool:
+def batch_handler_for(kind: str) -> Callable[[list[Lease]], list[Lease]] | None:
+    """The kind's batch handler (`settings.JOB_BATCH_WORKERS`), if it has one: it gets a
+    round's leases at once and returns those it leaves to the per-lease handler. It may
+    raise only before it wrote or sent anything (every lease then goes to the per-lease
+    handler); after that it fails the jobs it could not finish itself."""
+    for prefix, path in getattr(settings, "JOB_BATCH_WORKERS", {}).items():
+        if kind.startswith(prefix):
+            return import_string(path)
+    return None
+
+
+def still_held(lease: Lease) -> bool:
     """Later jobs of a batch wait for earlier ones: extend a lease that is more than half
     spent before handling it; a lease already lost is skipped (its new holder has it)."""
     remaining = (lease.expires_at - timezone.now()).total_seconds()
@@ -52,7 +66,9 @@ def _still_held(lease: Lease) -> bool:
 
 def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
     """Lease and process ready jobs of `kind` with its audience until none are ready (or
-    the time budget is spent). Returns how many leases were processed. A cluster runs
+    the time budget is spent). Returns how many leases were processed. A kind with a
+    batch handler leases up to BATCH_LEASES a round and hands them to it first; the
+    leases it leaves go to the per-lease handler, one by one as before. A cluster runs
     only the audiences routed to it (`dispatch.serves`); for any other kind it does
     nothing."""
     handler = handler_for(kind)
@@ -70,35 +86,62 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
         )
         return 0
     audience = dispatch.audience_of(kind)
+    batch = batch_handler_for(kind)
     deadline = time.monotonic() + max_seconds
     done = 0
     holder = f"cluster:{dispatch.this_cluster()}"
     while time.monotonic() < deadline:
         close_old_connections()
-        leases = job_lease(tenant=None, audience=audience, kinds=[kind], max_jobs=10, holder=holder)
+        leases = job_lease(
+            tenant=None,
+            audience=audience,
+            kinds=[kind],
+            max_jobs=BATCH_LEASES if batch is not None else LEASES_PER_ROUND,
+            holder=holder,
+        )
         if not leases:
             break
-        for lease in leases:
-            if not _still_held(lease):
-                continue
-            # The id of the request that enqueued the job follows it into the handler.
-            token = request_id_var.set(lease.job.request_id)
-            try:
-                handler(lease)
-            except Exception as exc:  # a handler bug must not lose the job: retry it later
-                log.exception("job %s failed in its handler", lease.job.pk)
-                try:
-                    job_fail(
-                        tenant=None,
-                        job_id=lease.job.pk,
-                        token=lease.token,
-                        retryable=True,
-                        reason="WORKER_ERROR",
-                        detail=f"{type(exc).__name__}: {exc}"[:500],
-                    )
-                except Exception:
-                    log.exception("could not fail job %s", lease.job.pk)
-            finally:
-                request_id_var.reset(token)
-            done += 1
+        done += len(leases)
+        left = _run_batch(batch, leases) if batch is not None else leases
+        for lease in left:
+            if still_held(lease):
+                _run_one(handler, lease)
     return done
+
+
+def _run_batch(batch: Callable[[list[Lease]], list[Lease]], leases: list[Lease]) -> list[Lease]:
+    """The leases the batch handler left to the per-lease handler (all of them when it
+    raised: it raises only before it wrote or sent anything). Each lease's request id is
+    the batch handler's to restore around what it writes for that lease."""
+    try:
+        return batch(leases)
+    except Exception:
+        log.exception("a batch of %d jobs failed in its handler; one by one now", len(leases))
+        return leases
+
+
+def _run_one(handler: Callable[[Lease], None], lease: Lease) -> None:
+    # The id of the request that enqueued the job follows it into the handler.
+    token = request_id_var.set(lease.job.request_id)
+    try:
+        handler(lease)
+    except Exception as exc:  # a handler bug must not lose the job: retry it later
+        log.exception("job %s failed in its handler", lease.job.pk)
+        fail_after_bug(lease, exc)
+    finally:
+        request_id_var.reset(token)
+
+
+def fail_after_bug(lease: Lease, exc: BaseException) -> None:
+    """Fail a job whose handler raised, retryable (`WORKER_ERROR`): the job is not lost."""
+    try:
+        job_fail(
+            tenant=None,
+            job_id=lease.job.pk,
+            token=lease.token,
+            retryable=True,
+            reason="WORKER_ERROR",
+            detail=f"{type(exc).__name__}: {exc}"[:500],
+        )
+    except Exception:
+        log.exception("could not fail job %s", lease.job.pk)
