@@ -308,21 +308,22 @@ def _request_of(ask: Ask) -> Iterator[None]:
 
 @contextmanager
 def _failing_its_job(ask: Ask) -> Iterator[None]:
-    """A send that still failed is audited and fails the job (`card_failed`); anything
-    else raised fails the job like a per-lease handler's bug. The other asks go on."""
+    """A send that still failed is audited and fails the job (`worker.delivery_failed`
+    with its lease); anything else raised fails the job like a per-lease handler's bug.
+    The other asks go on."""
     assert ask.delivery is not None
     try:
         yield
     except DeliveryError as exc:
         with _lease_lost_logged(ask):
-            worker.card_failed(
-                ask.lease,
+            worker.delivery_failed(
                 ask.clar,
                 ask.delivery,
                 exc,
                 attempt=ask.attempt,
                 person=ask.person,
                 route=ask.route,
+                lease=ask.lease,
             )
     except LeaseLost:
         _log_lease_lost(ask)

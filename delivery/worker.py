@@ -196,7 +196,7 @@ def _event(clar: Clarification, type: str, **detail: Any) -> None:
     audit_event_append(tenant=clar.tenant, clarification=clar, type=type, detail=detail)
 
 
-def _delivery_failed(
+def delivery_failed(
     clar: Clarification,
     delivery: Delivery,
     exc: DeliveryError,
@@ -205,10 +205,12 @@ def _delivery_failed(
     person: Person,
     route: Route,
     notice: bool = False,
+    lease: Lease | None = None,
 ) -> None:
     """A send that failed after its retries: the delivery row and a `delivery_failed` event
     (for a steward's high-severity notice a `steward_notice_failed` event instead: it is no
-    candidate's skip reason)."""
+    candidate's skip reason). A card's `lease`: its job failed too, retryable with
+    `DELIVERY_FAILED`."""
     Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
     if notice:
         _event(
@@ -230,6 +232,15 @@ def _delivery_failed(
         error=str(exc)[:300],
         job=delivery.job_id,
     )
+    if lease is not None:
+        job_fail(
+            tenant=None,
+            job_id=lease.job.pk,
+            token=lease.token,
+            retryable=True,
+            reason=DELIVERY_FAILED,
+            detail=str(exc)[:300],
+        )
 
 
 def handle_lease(lease: Lease) -> None:
@@ -453,36 +464,15 @@ def send_card_or_fail(
     try:
         return send_card(route, card)
     except DeliveryError as exc:
-        card_failed(lease, clar, delivery, exc, attempt=attempt, person=person, route=route)
+        delivery_failed(
+            clar, delivery, exc, attempt=attempt, person=person, route=route, lease=lease
+        )
         return None
 
 
 def send_card(route: Route, card: Card) -> str:
     """The card sent on the route with the in-lease retries; its message reference."""
     return _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
-
-
-def card_failed(
-    lease: Lease,
-    clar: Clarification,
-    delivery: Delivery,
-    exc: DeliveryError,
-    *,
-    attempt: int,
-    person: Person,
-    route: Route,
-) -> None:
-    """A card's send still failed after the retries: audited (`delivery_failed`) and the
-    job failed retryable with `DELIVERY_FAILED`."""
-    _delivery_failed(clar, delivery, exc, attempt=attempt, person=person, route=route)
-    job_fail(
-        tenant=None,
-        job_id=lease.job.pk,
-        token=lease.token,
-        retryable=True,
-        reason=DELIVERY_FAILED,
-        detail=str(exc)[:300],
-    )
 
 
 def _steward_notified(clar: Clarification) -> bool:
@@ -552,7 +542,7 @@ def _send_to_stewards(
             )
         except DeliveryError as exc:
             failed.append(str(steward.pk))
-            _delivery_failed(
+            delivery_failed(
                 clar,
                 delivery,
                 exc,
