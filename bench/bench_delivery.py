@@ -36,7 +36,8 @@ the sends one by one. The result names the batch size and the send threads.
 Knobs: BENCH_DELIVERY_CARDS (200), BENCH_DELIVERY_CREATE_BUDGET_SECONDS (20; fewer
 cards, at least 50, when creating them takes longer), BENCH_DELIVERY_SUBMISSIONS (20),
 BENCH_DELIVERY_WORK_CAP_SECONDS (45), BENCH_DELIVERY_KEEP_DB (0),
-BENCH_DELIVERY_SEND_THREADS (the product's default).
+BENCH_DELIVERY_SEND_THREADS (the product's default), BENCH_DELIVERY_PROFILE (a file for
+the worker's cProfile stats; off).
 """
 
 from __future__ import annotations
@@ -64,6 +65,7 @@ SUBMISSIONS = int(os.environ.get("BENCH_DELIVERY_SUBMISSIONS", "20"))
 WORK_CAP_SECONDS = float(os.environ.get("BENCH_DELIVERY_WORK_CAP_SECONDS", "45"))
 KEEP_DB = os.environ.get("BENCH_DELIVERY_KEEP_DB", "0") == "1"
 SEND_THREADS = os.environ.get("BENCH_DELIVERY_SEND_THREADS", "")
+PROFILE = os.environ.get("BENCH_DELIVERY_PROFILE", "")
 FACTS_PER_SUBMISSION = 25
 WARMUP_CARDS = 10
 MIN_CARDS = 50
@@ -318,6 +320,24 @@ def _pending(ids: list[str]) -> int:
     return Job.objects.filter(kind=KIND, subject__in=ids, status=JobStatus.PENDING).count()
 
 
+@contextlib.contextmanager
+def _profiled() -> Any:
+    """With BENCH_DELIVERY_PROFILE=<file>, the measured work under cProfile, its stats
+    written to that file (`python -m pstats <file>`); the figures are then slower."""
+    if not PROFILE:
+        yield
+        return
+    import cProfile
+
+    profile = cProfile.Profile()
+    profile.enable()
+    try:
+        yield
+    finally:
+        profile.disable()
+        profile.dump_stats(PROFILE)
+
+
 def cards_per_second(ctx: _support.BenchContext, stub: StubProcess) -> dict[str, Any]:
     from django.db import connection
 
@@ -379,11 +399,12 @@ def cards_per_second(ctx: _support.BenchContext, stub: StubProcess) -> dict[str,
             mono0 = time.monotonic()
             leases = 0
             deadline = started + WORK_CAP_SECONDS
-            while time.perf_counter() < deadline:
-                done = work(KIND, max_seconds=max(0.0, deadline - time.perf_counter()))
-                leases += done
-                if done == 0:
-                    break
+            with _profiled():
+                while time.perf_counter() < deadline:
+                    done = work(KIND, max_seconds=max(0.0, deadline - time.perf_counter()))
+                    leases += done
+                    if done == 0:
+                        break
             elapsed = time.perf_counter() - started
             cpu = time.process_time() - cpu0
     finally:

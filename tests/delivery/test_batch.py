@@ -4,6 +4,7 @@ digest threshold hold across a batch, one failing send leaves the others alone, 
 transaction writes nothing, and the statements stay few per card."""
 
 import dataclasses
+from datetime import timedelta
 from typing import Any
 from unittest import mock
 
@@ -220,3 +221,34 @@ def _recorded(asks: Any, lost: int) -> Any:
     made = RECORD(asks)
     Job.objects.filter(pk=lost).update(lease_token=None, status=JobStatus.PENDING)
     return made
+
+
+def test_the_sent_rows_update_writes_what_bulk_update_writes(submit, channel, clarify_settings):
+    clarify_settings(PER_PERSON_DAILY_CAP=100, DIGEST_THRESHOLD=100)
+    clars = submit_many(submit, [(None, "alice", "vera"), (None, "vera", "alice")] * 2)
+    assert run_worker() == 4
+    rows = [d for c in clars for d in deliveries(c)]
+    assert len(rows) == 4
+    fields = ["status", "message_ref", "sent_at"]
+
+    def written() -> list[tuple[Any, ...]]:
+        return list(
+            Delivery.objects.filter(pk__in=[d.pk for d in rows])
+            .order_by("pk")
+            .values_list("pk", *fields)
+        )
+
+    sent_at = timezone.now().replace(microsecond=123456)
+    for i, d in enumerate(rows):
+        d.status, d.message_ref = DeliveryStatus.SENT, f"ref-{i}"
+        d.sent_at = sent_at + timedelta(seconds=i)
+    Delivery.objects.bulk_update(rows, fields)
+    by_orm = written()
+    Delivery.objects.filter(pk__in=[d.pk for d in rows]).update(
+        status=DeliveryStatus.FAILED, message_ref="", sent_at=None
+    )
+    assert written() != by_orm
+    with CaptureQueriesContext(connection) as queries:
+        delivery.batch.sent_rows_write(rows)
+    assert written() == by_orm
+    assert sum("UPDATE" in q["sql"] for q in queries) == 1  # one executemany
