@@ -432,9 +432,9 @@ def sent_rows_write(sent: list[Delivery]) -> None:
         )
         for d in sent
     ]
-    with transaction.atomic(using=connection.alias, savepoint=False):
-        with connection.cursor() as cursor:
-            cursor.executemany(SENT_SQL, rows)
+    atomic = transaction.atomic(using=connection.alias, savepoint=False)
+    with atomic, connection.cursor() as cursor:
+        cursor.executemany(SENT_SQL, rows)
 
 
 def _write_outcomes(sent: list[Delivery], events: list[tuple[str, AuditEvent]]) -> None:
