@@ -315,7 +315,7 @@ def _failing_its_job(ask: Ask) -> Iterator[None]:
     try:
         yield
     except DeliveryError as exc:
-        with _lease_lost_logged(ask):
+        try:
             worker.delivery_failed(
                 ask.clar,
                 ask.delivery,
@@ -325,19 +325,13 @@ def _failing_its_job(ask: Ask) -> Iterator[None]:
                 route=ask.route,
                 lease=ask.lease,
             )
+        except LeaseLost:
+            _log_lease_lost(ask)
     except LeaseLost:
         _log_lease_lost(ask)
     except Exception as exc:
         log.exception("job %s failed in its batch handler", ask.lease.job.pk)
         fail_after_bug(ask.lease, exc)
-
-
-@contextmanager
-def _lease_lost_logged(ask: Ask) -> Iterator[None]:
-    try:
-        yield
-    except LeaseLost:
-        _log_lease_lost(ask)
 
 
 def _log_lease_lost(ask: Ask) -> None:
@@ -370,14 +364,15 @@ def _send_all(cards: list[tuple[Ask, Card]]) -> list[str | Exception]:
     database) from a thread pool, the others from this thread meanwhile. Before each
     group the leases are checked as `work()` checks a lease that waited (one more than
     half spent is extended; a lost one is not sent: `LeaseLost`)."""
+    width = max(1, SEND_THREADS)
     outcomes: list[str | Exception] = []
-    with ThreadPoolExecutor(max(1, SEND_THREADS)) as pool:
-        for start in range(0, len(cards), max(1, SEND_THREADS)):
+    with ThreadPoolExecutor(width) as pool:
+        for start in range(0, len(cards), width):
             group: list[str | Exception | Future[str | Exception]] = []
-            for ask, card in cards[start : start + max(1, SEND_THREADS)]:
+            for ask, card in cards[start : start + width]:
                 if not still_held(ask.lease):
                     group.append(LeaseLost())
-                elif ask.route.channel.threaded_sends and SEND_THREADS > 1:
+                elif ask.route.channel.threaded_sends and width > 1:
                     group.append(pool.submit(_send_one, ask, card))
                 else:
                     group.append(_send_one(ask, card))
