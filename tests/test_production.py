@@ -574,14 +574,15 @@ def test_every_stylesheet_and_script_the_pages_link_is_served(stack: Stack) -> N
 
 
 @pytest.mark.browser
-def test_the_admin_is_styled_and_swagger_ui_renders_in_a_browser(stack: Stack) -> None:
-    from tests.steward.test_browser import CHROMIUM_ARGS, _chromium, _playwright
+def test_the_admin_is_styled_and_swagger_ui_renders_in_a_browser(
+    stack: Stack, screenshots: Path
+) -> None:
+    from tests.browser import CHROMIUM_ARGS, chromium, playwright
 
-    executable = _chromium()
-    sync_api = _playwright()
+    executable = chromium()
+    sync_api = playwright()
     steward = stack.http.sign_in("/admin/login/", f"sam@{TENANT}.test")
-    shots = REPO / "var" / "screenshots"
-    shots.mkdir(parents=True, exist_ok=True)
+    shots = screenshots
     with sync_api.sync_playwright() as p:
         browser = p.chromium.launch(executable_path=executable, args=CHROMIUM_ARGS)
         try:

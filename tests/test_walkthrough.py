@@ -1,5 +1,5 @@
 """The README's walkthrough, driven in Debian's headless Chromium on the demo workspace:
-what `make run` shows, and the screenshots the README links (docs/screenshots/).
+what `make run` shows, and the screenshots the README links (`make screenshots`).
 
 The demo is loaded (`demo_setup`, as `make run` does) and the delivery worker runs once;
 then Alice signs in to the inbox, sees the demo questions and taps an answer on the NDA's
@@ -7,16 +7,16 @@ relative-date card (normal severity: one tap binds); Sarah, the steward, signs i
 admin, opens the Needs-attention queue and the answered clarification's page with the bound
 version; finally `POST /v1/query` shows the bound interval with no pending caveat.
 
-Chromium and Playwright are found or installed the way tests/steward/test_browser.py does
-it (Debian's /usr/bin/chromium, the pinned Playwright; never a downloaded browser build),
-and the test is skipped with the reason where they cannot be had.
+The screenshots go to a temporary folder; `make screenshots` writes them to
+docs/screenshots/ instead (tests/browser.py). Chromium and Playwright come from
+tests/browser.py (Debian's /usr/bin/chromium, the pinned Playwright; never a downloaded
+browser build), and the test is skipped with the reason where they cannot be had.
 """
 
 import json
 import re
 import urllib.request
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -28,10 +28,6 @@ from telha.common.times import to_us
 from telha.jobs.tasks import work
 from telha.tenancy.models import Person
 from telha.tenancy.services import api_key_create
-from tests.steward import test_browser as steward_browser
-
-REPO = Path(__file__).resolve().parents[1]
-SCREENSHOTS = REPO / "docs" / "screenshots"
 
 ALICE = ("alice@acme.test", "demo-alice-2026")
 SARAH = ("sarah@acme.test", "demo-sarah-2026")
@@ -42,24 +38,6 @@ NDA_ANSWER = "1 April 2026 (start of next month after signature)"
 APR_2026 = to_us(datetime(2026, 4, 1, tzinfo=UTC))
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = steward_browser._chromium()
-    sync_api = steward_browser._playwright()
-    # Playwright's sync API keeps an event loop on this thread; the ORM calls made between
-    # its calls (set-up, checks, the database flush) are plain sync code.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_api.sync_playwright() as p:
-            chromium = p.chromium.launch(
-                executable_path=executable, args=steward_browser.CHROMIUM_ARGS, headless=True
-            )
-            try:
-                yield chromium
-            finally:
-                chromium.close()
 
 
 def run_delivery_worker() -> int:
@@ -96,12 +74,11 @@ def sign_in(page: Any, url: str, email: str, password: str) -> None:
     page.locator("form:has(#id_password) [type=submit]").click()
 
 
-def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
+def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, screenshots):
     # Only the built-in inbox: no chat credentials are configured for the demo.
     settings.CLARIFY_CHANNELS = ["inbox"]
     call_command("demo_setup")
     assert run_delivery_worker() > 0
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     alice = Person.objects.get(email=ALICE[0])
     _, alice_key = api_key_create(tenant=alice.tenant, person=alice)
@@ -123,7 +100,7 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
         assert len(titles) >= 3, titles
         assert any(NDA_FACT in t for t in titles), titles
         assert any("Master services agreement" in t for t in titles), titles
-        page.screenshot(path=str(SCREENSHOTS / "inbox.png"), full_page=True)
+        page.screenshot(path=str(screenshots / "inbox.png"), full_page=True)
 
         nda_card = page.locator(f'section.card[data-clarification="{clar.pk}"]')
         assert NDA_FACT in nda_card.locator("h2").inner_text()
@@ -136,7 +113,7 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
         # The answered card has left the inbox; the others are still there.
         assert page.locator(f'section.card[data-clarification="{clar.pk}"]').count() == 0
         assert page.locator("section.card").count() == len(titles) - 1
-        page.screenshot(path=str(SCREENSHOTS / "answered.png"), full_page=True)
+        page.screenshot(path=str(screenshots / "answered.png"), full_page=True)
     finally:
         context.close()
 
@@ -159,7 +136,7 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
         assert queue, "the demo's critical signature conflicts need the steward"
         assert all("critical" in row for row in queue), queue
         assert not any(NDA_FACT in row for row in queue), queue
-        page.screenshot(path=str(SCREENSHOTS / "steward-queue.png"), full_page=True)
+        page.screenshot(path=str(screenshots / "steward-queue.png"), full_page=True)
 
         page.goto(f"{live_server.url}/admin/clarify/clarification/?state__exact=answered")
         page.locator("#result_list a", has_text=NDA_FACT).click()
@@ -173,7 +150,7 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
         assert "best guess (pending)" in page.content()  # the old belief stays readable
         responses = page.locator("section").filter(has=page.locator("h2", has_text="Responses"))
         assert "Alice Author" in responses.inner_text()
-        page.screenshot(path=str(SCREENSHOTS / "steward-decide.png"), full_page=True)
+        page.screenshot(path=str(screenshots / "steward-decide.png"), full_page=True)
     finally:
         context.close()
 
@@ -186,4 +163,4 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
     assert after["txFrom"] > before["txFrom"]
     assert after["provenance"]["clarification"] == str(clar.pk)
     for name in ("inbox.png", "answered.png", "steward-queue.png", "steward-decide.png"):
-        assert (SCREENSHOTS / name).stat().st_size > 10_000, name
+        assert (screenshots / name).stat().st_size > 10_000, name
