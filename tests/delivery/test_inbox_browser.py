@@ -65,3 +65,34 @@ def test_a_tap_after_the_session_expired_is_confirmed_after_sign_in(
     assert (record.responder, record.channel, record.answer_index) == (alice.pk, "inbox", 1)
     clar.refresh_from_db()
     assert clar.state == State.ANSWERED
+
+
+def test_the_cards_document_link_opens_the_passage_for_the_person_asked(
+    browser, live_server, submit, with_passwords, screenshots
+):
+    vera = with_passwords["vera"]  # a viewer: the steward admin is not hers to enter
+    clar = submit(links=[("AUTHORED_BY", "vera")])
+    assert run_worker() >= 1
+    context = browser.new_context(viewport={"width": 1100, "height": 700})
+    page = context.new_page()
+    page.set_default_timeout(15_000)
+    try:
+        page.goto(f"{live_server.url}/accounts/login/")
+        sign_in(page, vera)
+        page.wait_for_url(f"{live_server.url}/inbox/")
+        card = page.locator(f'section.card[data-clarification="{clar.pk}"]')
+        card.get_by_role("link", name="Master services agreement").click()
+        source_id = clar.source_version.source_id
+        page.wait_for_url(
+            f"{live_server.url}/inbox/documents/{source_id}/?clarification={clar.pk}#passage"
+        )
+        assert page.locator("h1").inner_text() == "Master services agreement"
+        passage = page.locator("mark#passage")
+        assert passage.inner_text() == SPAN_TEXT
+        assert passage.is_visible()
+        box, viewport = passage.bounding_box(), page.viewport_size
+        assert box is not None and viewport is not None
+        assert 0 <= box["y"] < viewport["height"]  # scrolled to
+        page.screenshot(path=str(screenshots / "document.png"), full_page=True)
+    finally:
+        context.close()
