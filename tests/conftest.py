@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from telha.tenancy.models import Tenant
 from telha.tenancy.services import api_key_create, workspace_load
 from tests import tree_guard
-from tests.browser import REPO, launched_chromium, screenshots_folder
+from tests.browser import REPO, A11y, axe_core_install, launched_chromium, screenshots_folder
 
 WORKSPACE = {
     "tenant": "acme",
@@ -179,3 +179,17 @@ def screenshots(tmp_path_factory):
     """The folder a browser test writes its screenshots to: a temporary one, or
     `SCREENSHOTS_DIR` under `make screenshots`."""
     return screenshots_folder(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def axe_script(tmp_path_factory):
+    """axe-core's script, installed once per test session (tests/browser.py)."""
+    return axe_core_install(tmp_path_factory.mktemp("axe-core"))
+
+
+@pytest.fixture
+def a11y(axe_script):
+    """The axe-core audit of a browser test's pages: open contexts with
+    `a11y.new_context(browser, …)`, `a11y.check(page)` on each page shown, `a11y.done()`
+    at the end."""
+    return A11y(axe_script)

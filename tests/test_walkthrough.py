@@ -6,6 +6,7 @@ then Alice signs in to the inbox, sees the demo questions and taps an answer on 
 relative-date card (normal severity: one tap binds); Sarah, the steward, signs in to the
 admin, opens the Needs-attention queue and the answered clarification's page with the bound
 version; finally `POST /v1/query` shows the bound interval with no pending caveat.
+axe-core audits every page the walk shows (no serious or critical violation).
 
 The screenshots go to a temporary folder; `make screenshots` writes them to
 docs/screenshots/ instead (tests/browser.py). Chromium and Playwright come from
@@ -66,15 +67,16 @@ def nda_record(base_url: str, key: str) -> dict[str, Any]:
     return record
 
 
-def sign_in(page: Any, url: str, email: str, password: str) -> None:
+def sign_in(page: Any, url: str, email: str, password: str, a11y: Any) -> None:
     page.goto(url)
+    a11y.check(page)
     page.fill("#id_username", email)
     page.fill("#id_password", password)
     # The password form (the sign-in page also has a single sign-on form above it).
     page.locator("form:has(#id_password) [type=submit]").click()
 
 
-def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, screenshots):
+def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, screenshots, a11y):
     # Only the built-in inbox: no chat credentials are configured for the demo.
     settings.CLARIFY_CHANNELS = ["inbox"]
     call_command("demo_setup")
@@ -89,17 +91,18 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, scree
     assert (clar.kind, clar.severity) == ("relative_date", "normal")
 
     # --- Alice answers in her inbox ---------------------------------------------------
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    context = a11y.new_context(browser, viewport={"width": 1100, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
     try:
-        sign_in(page, f"{live_server.url}/accounts/login/", *ALICE)
+        sign_in(page, f"{live_server.url}/accounts/login/", *ALICE, a11y)
         page.wait_for_url(f"{live_server.url}/inbox/")
         cards = page.locator("section.card")
         titles = cards.locator("h2").all_inner_texts()
         assert len(titles) >= 3, titles
         assert any(NDA_FACT in t for t in titles), titles
         assert any("Master services agreement" in t for t in titles), titles
+        a11y.check(page)
         page.screenshot(path=str(screenshots / "inbox.png"), full_page=True)
 
         nda_card = page.locator(f'section.card[data-clarification="{clar.pk}"]')
@@ -113,6 +116,7 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, scree
         # The answered card has left the inbox; the others are still there.
         assert page.locator(f'section.card[data-clarification="{clar.pk}"]').count() == 0
         assert page.locator("section.card").count() == len(titles) - 1
+        a11y.check(page)
         page.screenshot(path=str(screenshots / "answered.png"), full_page=True)
     finally:
         context.close()
@@ -121,13 +125,14 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, scree
     assert clar.state == State.ANSWERED
 
     # --- Sarah reviews in the steward admin ---------------------------------------------
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = a11y.new_context(browser, viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
     try:
-        sign_in(page, f"{live_server.url}/admin/login/?next=/admin/", *SARAH)
+        sign_in(page, f"{live_server.url}/admin/login/?next=/admin/", *SARAH, a11y)
         page.wait_for_url(f"{live_server.url}/admin/")
         assert "Steward review" in page.content()
+        a11y.check(page)
 
         page.click("text=Needs attention")
         page.wait_for_url(re.compile(r"/admin/clarify/clarification/\?attention=yes$"))
@@ -136,9 +141,11 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, scree
         assert queue, "the demo's critical signature conflicts need the steward"
         assert all("critical" in row for row in queue), queue
         assert not any(NDA_FACT in row for row in queue), queue
+        a11y.check(page)
         page.screenshot(path=str(screenshots / "steward-queue.png"), full_page=True)
 
         page.goto(f"{live_server.url}/admin/clarify/clarification/?state__exact=answered")
+        a11y.check(page)
         page.locator("#result_list a", has_text=NDA_FACT).click()
         page.wait_for_url(re.compile(rf"/admin/clarify/clarification/{clar.pk}/change/"))
         assert page.locator("h1", has_text=NDA_FACT).count() == 1
@@ -150,7 +157,9 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, scree
         assert "best guess (pending)" in page.content()  # the old belief stays readable
         responses = page.locator("section").filter(has=page.locator("h2", has_text="Responses"))
         assert "Alice Author" in responses.inner_text()
+        a11y.check(page)
         page.screenshot(path=str(screenshots / "steward-decide.png"), full_page=True)
+        a11y.done()
     finally:
         context.close()
 

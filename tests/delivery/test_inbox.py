@@ -531,3 +531,13 @@ def test_a_first_confirmation_of_two_is_information(submit, with_passwords):
     )
     [shown] = re.findall(r'<div class="msg (\w+)">([^<]*)</div>', page_of(client))
     assert shown[0] == "info" and shown[1].startswith("First confirmation recorded"), shown
+
+
+def test_the_sign_in_page_is_one_card_with_both_ways_to_sign_in():
+    page = Client().get("/accounts/login/?next=/inbox/answer").content.decode()
+    assert page.count('class="card') == 1
+    card = page.split('<section class="card signin">', 1)[1].split("</section>", 1)[0]
+    assert "<h1>Sign in</h1>" in card
+    assert '<form method="post" class="login">' in card  # email and password
+    assert '<form method="get" class="sso-choice">' in card  # single sign-on
+    assert 'name="next" value="/inbox/answer"' in card

@@ -1,7 +1,8 @@
 """The steward's browser journey, driven by Playwright in Debian's headless Chromium: sign
 in, open the Needs-attention queue, open a conflicted clarification, resolve it by
-override, and see the fact's new version. Screenshots go to a temporary folder
-(`make screenshots`: docs/screenshots/).
+override, and see the fact's new version; the upload, documents and digest pages too.
+axe-core audits every page it shows (no serious or critical violation: tests/browser.py).
+Screenshots go to a temporary folder (`make screenshots`: docs/screenshots/).
 
 Chromium and Playwright come from tests/browser.py (Debian's Chromium, the pinned
 Playwright; never a downloaded browser build); where they cannot be had, the test is
@@ -21,7 +22,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def test_steward_resolves_a_conflicted_clarification_in_the_browser(
-    browser, live_server, ingest_client, person_client, screenshots
+    browser, live_server, ingest_client, person_client, screenshots, a11y
 ):
     clar = submit_with(ingest_client, severity_hint="critical")
     alice, bob = person_client("alice"), person_client("bob")
@@ -35,16 +36,18 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
     clar.refresh_from_db()
     assert clar.state == State.CONFLICTED
 
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = a11y.new_context(browser, viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
     try:
         page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+        a11y.check(page)
         page.fill("#id_username", "sam@acme.test")
         page.fill("#id_password", STEWARD_PASSWORD)
         page.click("input[type=submit]")
         page.wait_for_url(f"{live_server.url}/admin/")
         assert "Steward review" in page.content()
+        a11y.check(page)
 
         page.click("text=Needs attention")
         page.wait_for_url(re.compile(r"/admin/clarify/clarification/\?attention=yes$"))
@@ -53,6 +56,7 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
         assert "MSA term" in rows.first.inner_text()
         assert "conflicted" in rows.first.inner_text()
         assert "Quiet term" not in page.content()
+        a11y.check(page)
         page.screenshot(path=str(screenshots / "queue.png"), full_page=True)
 
         rows.first.locator("a", has_text="MSA term").click()
@@ -64,6 +68,7 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
         assert timeline.locator("g.version-pending").count() == 1  # the best guess
         box = timeline.locator("g.version-pending rect").bounding_box()
         assert box is not None and box["width"] > 0 and box["height"] > 0
+        a11y.check(page)
         page.screenshot(path=str(screenshots / "decide.png"), full_page=True)
 
         page.select_option("select[name=answer_index]", "1")
@@ -80,6 +85,10 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
         corrected = page.locator("svg.fact-timeline g.version-bound rect").bounding_box()
         assert superseded is not None and corrected is not None
         assert corrected["y"] > superseded["y"] and corrected["x"] < superseded["x"]
+        a11y.check(page)
+        trail = page.locator("table.trail").inner_text()
+        assert "steward override" in trail and "Sam Steward" in trail
+        assert "{" not in trail and str(clar.pk) not in trail
         page.screenshot(path=str(screenshots / "after-override.png"), full_page=True)
 
         # The new version in the NodeVersion admin, too.
@@ -87,6 +96,19 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
             f"{live_server.url}/admin/graph/nodeversion/?evidence_class__exact=steward_override"
         )
         assert page.locator("#result_list tbody tr").count() == 1
+        a11y.check(page)
+
+        # The other pages of the steward's admin: upload (one heading), documents, digest.
+        page.goto(f"{live_server.url}/admin/")
+        a11y.check(page)
+        page.click("text=Upload a document")
+        page.wait_for_url(re.compile(r"/admin/ingest/document/upload/$"))
+        assert page.locator("h1").all_inner_texts() == ["Upload a document"]
+        a11y.check(page)
+        for path in ("/admin/ingest/document/", "/admin/clarify/clarification/digest/"):
+            page.goto(f"{live_server.url}{path}")
+            a11y.check(page)
+        a11y.done()
     finally:
         context.close()
 
