@@ -12,7 +12,7 @@ TEST_WORKERS ?= 2
 # then drops the warnings before strict mode counts them, and builds anyway.
 DOCS_BUILD := $(BIN)/mkdocs build --strict -d var/site
 
-.PHONY: run test fuzz lint docs bench venv demo clean
+.PHONY: run test screenshots fuzz lint docs bench venv demo clean
 
 venv: $(STAMP)
 
@@ -35,9 +35,18 @@ run: venv
 ## The whole test suite (honours DATABASE_URL; .ci/run points it at PostgreSQL), spread
 ## over TEST_WORKERS processes, each with its own test database. A test file runs whole in
 ## one process (--dist loadfile), so a module's expensive fixture (a gunicorn stack, a
-## project copy in its own virtualenv) is built once.
+## project copy in its own virtualenv) is built once. CHECK_TREE_CLEAN=1: the run fails when
+## it wrote into the git tree (tests/tree_guard.py).
 test: venv
-	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+	CHECK_TREE_CLEAN=1 $(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
+
+## The documentation's screenshots (docs/screenshots/), taken again by the browser tests
+## that take them: the README's walkthrough and the steward's override journey. `make test`
+## runs the same tests but keeps their screenshots in a temporary folder (it never writes
+## into the tree).
+SCREENSHOT_TESTS := tests/test_walkthrough.py tests/steward/test_browser.py
+screenshots: venv
+	SCREENSHOTS_DIR=docs/screenshots $(BIN)/python -m pytest -n 0 -p no:cacheprovider $(SCREENSHOT_TESTS) $(PYTEST_ARGS)
 
 ## The schemathesis run of tests/test_fuzz_api.py, deeper: 500 examples per operation and
 ## kind of caller (`make test` runs 25, derandomized). FUZZ_EXAMPLES=N to choose.

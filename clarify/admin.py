@@ -24,7 +24,6 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from telha.admin_site import json_for_people
 from telha.common.errors import DomainError
 from telha.common.times import TimeParseError, iso, parse_us
 from telha.graph.models import NodeVersion
@@ -55,20 +54,23 @@ from .stewardship import (
     open_disputes,
     people_of,
 )
+from .trail import trail_for_people
 
+# Badge backgrounds under white 11px text: each at least 4.5:1 against white (WCAG AA,
+# axe-core's color-contrast; tests/steward/test_admin.py checks the ratios).
 STATE_COLOURS: dict[str, str] = {
     State.OPEN: "#2563eb",
     State.ATTESTED: "#7c3aed",
-    State.PARTIALLY_CONFIRMED: "#0891b2",
-    State.ANSWERED: "#16a34a",
+    State.PARTIALLY_CONFIRMED: "#0e7490",
+    State.ANSWERED: "#15803d",
     State.CONFLICTED: "#dc2626",
-    State.EXPIRED: "#d97706",
+    State.EXPIRED: "#b45309",
     State.DEAD_LETTERED: "#4b5563",
 }
 SEVERITY_COLOURS: dict[str, str] = {
     "low": "#6b7280",
     "normal": "#2563eb",
-    "high": "#d97706",
+    "high": "#b45309",
     "critical": "#dc2626",
 }
 
@@ -119,7 +121,7 @@ def _date_us(value: Any) -> int | None:
 
 def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
     """The clarification report for people: µs times as dates, delivery candidates by
-    name (the CLI's `--json` keeps the raw values)."""
+    name (the CLI's `--json` keeps the raw values; the events: `clarify.trail`)."""
     ids = {uuid_or_none(h.get("candidate")) for h in report["deliveryHistory"]}
     names = {
         str(p.pk): p.name
@@ -141,10 +143,6 @@ def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
                 else "steward",
             }
             for h in report["deliveryHistory"]
-        ],
-        "events": [
-            {"at": iso(e["at"]), "type": e["type"], "detail": json_for_people(e["detail"])}
-            for e in report["events"]
         ],
     }
 
@@ -328,7 +326,8 @@ class ClarificationAdmin(TenantScopedAdmin):
         if request.method == "POST":
             self._act(request, clar, steward)
             return HttpResponseRedirect(request.path)
-        report = _display_report(clarification_detail(clar), clar.tenant)
+        detail = clarification_detail(clar)
+        report = _display_report(detail, clar.tenant)
         versions = list(NodeVersion.objects.filter(node_id=clar.target_id).order_by("tx_from"))
         timeline = [
             {
@@ -362,6 +361,7 @@ class ClarificationAdmin(TenantScopedAdmin):
             "opts": self.opts,
             "original": clar,
             "report": report,
+            "trail": trail_for_people(clar, detail["events"]),
             "timeline": timeline,
             "timeline_svg": versions_svg(versions, bound_tx=clar.fact_version_tx),
             "span": span,

@@ -7,6 +7,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from django.conf import settings
+from django.urls import reverse
 
 from clarify.models import Clarification, ResponseRecord, Severity, State
 from clarify.reports import target_name
@@ -38,6 +39,8 @@ class Card:
     excerpt: str = ""
     note: str = ""
     severity: str = Severity.NORMAL
+    passage_path: str = ""  # the document page on this server (`DocumentLink.passage_path`)
+    original_url: str = ""  # the source system's address, when there is one
 
     def action(self, index: int) -> dict[str, Any]:
         """The card action payload of CONTRACT §3.5."""
@@ -59,6 +62,8 @@ class Escalation:
     document_url: str
     review_url: str
     skip_reasons: list[dict[str, Any]] = field(default_factory=list)
+    passage_path: str = ""
+    original_url: str = ""
 
 
 def _date(us: int | None) -> str:
@@ -83,11 +88,37 @@ def linkable(uri: str) -> bool:
         return False
 
 
-def document_of(clar: Clarification) -> tuple[str, str]:
+@dataclass(frozen=True)
+class DocumentLink:
+    """Where a card sends a person to read the document. `passage_path`: the read-only
+    document page on this server (`/inbox/documents/<source id>/`), for whoever may read
+    the source, the question's span highlighted and scrolled to; `original_url`: the
+    source system's http(s) address, when the source has one; `url` (absolute, for chat
+    messages): the original when there is one, else the document page under
+    PUBLIC_BASE_URL."""
+
+    title: str
+    url: str
+    passage_path: str
+    original_url: str
+
+
+def passage_path(source_id: Any, clarification_id: Any | None = None) -> str:
+    """The document page's path, naming the clarification whose span to highlight."""
+    path = reverse("inbox-document", args=[source_id])
+    return f"{path}?clarification={clarification_id}#passage" if clarification_id else path
+
+
+def document_of(clar: Clarification) -> DocumentLink:
     source = clar.source_version.source
-    url = source.uri if linkable(source.uri) else ""
-    url = url or f"{settings.PUBLIC_BASE_URL}/admin/graph/source/{source.pk}/change/"
-    return (source.title or source.external_id, url)
+    original = source.uri if linkable(source.uri) else ""
+    path = passage_path(source.pk, clar.pk)
+    return DocumentLink(
+        title=source.title or source.external_id,
+        url=original or f"{settings.PUBLIC_BASE_URL}{path}",
+        passage_path=path,
+        original_url=original,
+    )
 
 
 QUESTION_BY_KIND = {
@@ -114,7 +145,7 @@ def _count_word(n: int) -> str:
 
 def build_card(clar: Clarification, nonce: str, excerpt: str, name: str | None = None) -> Card:
     """`name`: the target's display name when already known (`target_names`)."""
-    title, url = document_of(clar)
+    doc = document_of(clar)
     name = target_name(clar) if name is None else name
     question = QUESTION_BY_KIND.get(clar.kind, "Which date is right for “{name}”?").format(
         name=name
@@ -122,49 +153,55 @@ def build_card(clar: Clarification, nonce: str, excerpt: str, name: str | None =
     return Card(
         clarification_id=str(clar.pk),
         nonce=nonce,
-        question=f"{question} (from “{title}”)",
+        question=f"{question} (from “{doc.title}”)",
         buttons=[
             CardButton(index=i, label=candidate_label(c)) for i, c in enumerate(clar.candidates)
         ],
-        document_title=title,
-        document_url=url,
+        document_title=doc.title,
+        document_url=doc.url,
         excerpt=excerpt,
         note=quorum_note(clar),
         severity=clar.severity,
+        passage_path=doc.passage_path,
+        original_url=doc.original_url,
     )
 
 
 def build_escalation(clar: Clarification, skip_reasons: list[dict[str, Any]]) -> Escalation:
-    title, url = document_of(clar)
+    doc = document_of(clar)
     reasons = ", ".join(sorted({str(r.get("reason")) for r in skip_reasons if r.get("reason")}))
     text = (
         f"Nobody in the ranking could answer a {clar.severity} question about a date in "
-        f"“{title}”. Please review it." + (f" Reasons: {reasons}." if reasons else "")
+        f"“{doc.title}”. Please review it." + (f" Reasons: {reasons}." if reasons else "")
     )
     return Escalation(
         clarification_id=str(clar.pk),
         text=text,
-        document_title=title,
-        document_url=url,
+        document_title=doc.title,
+        document_url=doc.url,
         review_url=review_url(clar),
         skip_reasons=skip_reasons,
+        passage_path=doc.passage_path,
+        original_url=doc.original_url,
     )
 
 
 def build_steward_notice(clar: Clarification, asked: Person) -> Escalation:
     """The FYI stewards get when a high-severity question goes direct (spec §5 "high
     direct with steward notified"): redacted like the escalation, no action needed."""
-    title, url = document_of(clar)
+    doc = document_of(clar)
     return Escalation(
         clarification_id=str(clar.pk),
         text=(
             f"For your information: a {clar.severity}-severity question about a date in "
-            f"“{title}” was sent to {asked.name or 'its first candidate'}. Nothing to do "
+            f"“{doc.title}” was sent to {asked.name or 'its first candidate'}. Nothing to do "
             "unless it stalls."
         ),
-        document_title=title,
-        document_url=url,
+        document_title=doc.title,
+        document_url=doc.url,
         review_url=review_url(clar),
+        passage_path=doc.passage_path,
+        original_url=doc.original_url,
     )
 
 

@@ -2,7 +2,13 @@
 nonce and answer path as Slack and Teams, and — for a steward — the steward escalations
 and notices addressed to them while their clarification is unresolved (redacted: document
 title, links to the document and the decide page, skip reasons; never span text).
-CSRF-protected."""
+CSRF-protected.
+
+A tap whose session expired meanwhile is not lost: the form's fields are kept in the
+(new, anonymous) session and the person is sent to sign in, then back to
+`GET /inbox/answer`, which shows their card with the choice still to confirm — if the
+card is still theirs and open. Nothing is recorded before they confirm (a GET never
+answers), and the confirmation goes through the one tap pipeline like any tap."""
 
 from dataclasses import dataclass
 from datetime import datetime
@@ -10,16 +16,24 @@ from typing import Any
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import redirect_to_login
 from django.http import HttpRequest, HttpResponse, HttpResponseRedirect
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from clarify.models import State
 from clarify.routing import skip_reasons_by_clarification
 from telha.tenancy.models import Person, Rights
 
-from .actions import ANSWERED, CustomInputs, card_action_process
-from .cards import Escalation, build_card, build_escalation, build_steward_notice
+from .actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
+from .cards import (
+    Escalation,
+    build_card,
+    build_escalation,
+    build_steward_notice,
+    candidate_label,
+)
 from .models import Delivery, DeliveryKind, NonceState
 from .restriction import excerpt_for_chat
 
@@ -137,11 +151,36 @@ def _answer_of(data: Any) -> tuple[int | None, CustomInputs | None]:
         return -1, None  # not a number: no candidate, refused as such
 
 
-@login_required
-@require_POST
+# The answer form's fields, kept in the session across a sign-in (each cut to a length no
+# valid answer exceeds, so the session stays small; a cut value is refused as before).
+PENDING_TAP = "inbox_pending_tap"
+TAP_FIELDS = {
+    "clarification_id": 64,
+    "nonce": 128,
+    "answer_index": 16,
+    "valid_from": 32,
+    "valid_to": 32,
+    "source_text": 2001,
+}
+NOT_KEPT = (
+    "The answer you chose before signing in was not recorded: that card is no longer open to you."
+)
+
+
+@require_http_methods(["GET", "POST"])
 def answer(request: HttpRequest) -> HttpResponse:
     """A card's form, as a tap by the signed-in person; the outcome (or why not) is shown
-    as a message."""
+    as a message. Signed out (the session expired): the tap is kept for after sign-in,
+    where `GET` shows it to confirm; `GET` with nothing kept is the inbox."""
+    if not request.user.is_authenticated:
+        if request.method == "POST":
+            request.session[PENDING_TAP] = {
+                name: str(request.POST.get(name, ""))[:limit] for name, limit in TAP_FIELDS.items()
+            }
+        return redirect_to_login(reverse("inbox-answer"))
+    if request.method == "GET":
+        return _pending_tap(request)
+    request.session.pop(PENDING_TAP, None)
     data = request.POST
     index, custom = _answer_of(data)
     reply = card_action_process(
@@ -155,10 +194,70 @@ def answer(request: HttpRequest) -> HttpResponse:
         actor_identity=f"user:{request.user.pk}",
     )
     if reply.status == ANSWERED:
-        messages.success(request, reply.text)
+        messages.add_message(request, outcome_level(reply.body), reply.text)
     else:
         messages.error(request, reply.text)
     return HttpResponseRedirect("/inbox/")
+
+
+def outcome_level(body: dict[str, Any] | None) -> int:
+    """How an answer's outcome is shown: success only when it bound the fact; a recorded
+    confirmation or attestation still waiting is information; a conflict (a stale card's
+    different answer, or a disagreement) is a warning."""
+    outcome = (body or {}).get("outcome")
+    if outcome == "bound":
+        return messages.SUCCESS
+    if outcome == "conflict":
+        return messages.WARNING
+    return messages.INFO
+
+
+def open_delivery(person: Person, nonce: str, clarification_id: str) -> Delivery | None:
+    """The person's card with this nonce, if it is still one the inbox shows them (its
+    nonce active, its clarification not answered) and names this clarification."""
+    delivery = delivery_for_nonce(nonce)
+    if (
+        delivery is None
+        or delivery.person_id != person.pk
+        or str(delivery.clarification_id) != clarification_id
+        or delivery.nonce_state != NonceState.ACTIVE
+        or delivery.clarification.state == State.ANSWERED
+    ):
+        return None
+    return delivery
+
+
+def _choice(delivery: Delivery, tap: dict[str, str]) -> str:
+    """The kept answer in words: the candidate's label, or the "Something else…" dates."""
+    raw = tap.get("answer_index", "")
+    if raw == "":
+        valid_to = tap.get("valid_to") or "open-ended"
+        return f"Something else: {tap.get('valid_from', '')} → {valid_to}"
+    candidates = delivery.clarification.candidates
+    if raw.isdigit() and int(raw) < len(candidates):
+        return candidate_label(candidates[int(raw)])
+    return f"choice {raw}"
+
+
+def _pending_tap(request: HttpRequest) -> HttpResponse:
+    """After sign-in: the kept tap's card with the choice to confirm (taken out of the
+    session: a reload shows the inbox, where the card still is). Writes nothing."""
+    tap = request.session.pop(PENDING_TAP, None)
+    person = _person(request)
+    if not isinstance(tap, dict):
+        return HttpResponseRedirect("/inbox/")
+    tap = {name: str(tap.get(name, "")) for name in TAP_FIELDS}
+    delivery = open_delivery(person, tap["nonce"], tap["clarification_id"]) if person else None
+    if delivery is None:
+        messages.error(request, NOT_KEPT)
+        return HttpResponseRedirect("/inbox/")
+    clar = delivery.clarification
+    card = build_card(clar, delivery.nonce, excerpt_for_chat(clar))
+    return render(
+        request,
+        "inbox/confirm.html",
+        {"person": person, "card": card, "tap": tap, "choice": _choice(delivery, tap)},
+    )
 
 
 @login_required

@@ -172,6 +172,8 @@ def gated_card(
         note="",
         document_title="your Telha inbox",
         document_url=f"{settings.PUBLIC_BASE_URL}/inbox/",
+        passage_path="",
+        original_url="",
     )
     return teaser, result.reason
 
@@ -190,6 +192,8 @@ def gated_escalation(escalation: Escalation, clar: Clarification) -> tuple[Escal
         text=RESTRICTED_ESCALATION_TEXT,
         document_title="steward review",
         document_url=escalation.review_url,
+        passage_path="",
+        original_url="",
     )
     return teaser, result.reason
 

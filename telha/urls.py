@@ -6,7 +6,7 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from clarify.api import views as clarify_views
-from delivery import inbox
+from delivery import documents, inbox
 from identity.sso import SignInView
 from identity.urls import scim_v2, sso_urls
 from telha.graph.api import views as graph_views
@@ -56,6 +56,7 @@ urlpatterns = [
     path("inbox/ask/", inbox.ask, name="inbox-ask"),
     path("inbox/ask/now", inbox.ask_now_view, name="inbox-ask-now"),
     path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),
+    path("inbox/documents/<str:source_id>/", documents.document, name="inbox-document"),
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
     path("hooks/", include("delivery.hooks.urls")),
     path("scim/v2/", include(scim_v2)),

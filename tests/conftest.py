@@ -10,6 +10,8 @@ from rest_framework.test import APIClient
 
 from telha.tenancy.models import Tenant
 from telha.tenancy.services import api_key_create, workspace_load
+from tests import tree_guard
+from tests.browser import REPO, A11y, axe_core_install, launched_chromium, screenshots_folder
 
 WORKSPACE = {
     "tenant": "acme",
@@ -41,6 +43,34 @@ WORKSPACE = {
         },
     ],
 }
+
+
+# --- make test leaves the tree clean (tests/tree_guard.py) ----------------------------------
+
+_TREE_BEFORE = pytest.StashKey[tree_guard.TreeState]()
+
+
+def pytest_sessionstart(session: pytest.Session) -> None:
+    if tree_guard.wanted(session.config):
+        state = tree_guard.tree_state(REPO)
+        if state is not None:
+            session.config.stash[_TREE_BEFORE] = state
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    before = session.config.stash.get(_TREE_BEFORE, None)
+    after = tree_guard.tree_state(REPO) if before is not None else None
+    if before is None or after is None:
+        return
+    changed = tree_guard.tree_changes(before, after)
+    if changed:
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.ensure_newline()
+            reporter.write_sep("=", "the test run wrote into the git tree", red=True)
+            for path in changed:
+                reporter.write_line(f"  {path}  (tests write to temporary folders)")
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
 
 
 WorkspaceRows = list[tuple[type[models.Model], list[dict[str, Any]]]]
@@ -133,3 +163,33 @@ def person_client(workspace, people):
         return client_for(secret)
 
     return make
+
+
+# --- the browser tests (tests/browser.py) ---------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def browser():
+    """Debian's headless Chromium through Playwright, one per test module."""
+    yield from launched_chromium()
+
+
+@pytest.fixture
+def screenshots(tmp_path_factory):
+    """The folder a browser test writes its screenshots to: a temporary one, or
+    `SCREENSHOTS_DIR` under `make screenshots`."""
+    return screenshots_folder(tmp_path_factory)
+
+
+@pytest.fixture(scope="session")
+def axe_script(tmp_path_factory):
+    """axe-core's script, installed once per test session (tests/browser.py)."""
+    return axe_core_install(tmp_path_factory.mktemp("axe-core"))
+
+
+@pytest.fixture
+def a11y(axe_script):
+    """The axe-core audit of a browser test's pages: open contexts with
+    `a11y.new_context(browser, …)`, `a11y.check(page)` on each page shown, `a11y.done()`
+    at the end."""
+    return A11y(axe_script)

@@ -74,6 +74,60 @@ def test_no_dev_env_is_no_dev_env(tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     assert devenv.dev_env_load(tmp_path / "absent.env") is False
 
 
+# --- the public URL: links point at the port `make run` serves (issue 28 item 7) ------------
+
+
+class FakeProcess:
+    """A child of serve_all that has already exited (serve_all then stops at once)."""
+
+    started: list[tuple[list[str], dict[str, str]]] = []
+
+    def __init__(self, cmd: list[str], env: dict[str, str]) -> None:
+        self.started.append((cmd, env))
+
+    def poll(self) -> int:
+        return 0
+
+    def wait(self, timeout: float | None = None) -> int:
+        return 0
+
+
+def serve_all(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[list[str], str]:
+    """`telha serve_all ARGS` with its two children faked: the PUBLIC_BASE_URL each was
+    started with, and what it printed."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    from telha.tenancy.management.commands import serve_all as command
+
+    FakeProcess.started = []
+    monkeypatch.setattr(command.subprocess, "Popen", FakeProcess)
+    monkeypatch.setattr(command.signal, "signal", lambda *_: None)
+    out = StringIO()
+    call_command("serve_all", *args, stdout=out)
+    assert [cmd[2] for cmd, _ in FakeProcess.started] == ["runserver", "qcluster"]
+    return [env["PUBLIC_BASE_URL"] for _, env in FakeProcess.started], out.getvalue()
+
+
+def test_make_run_links_to_the_port_it_serves(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("PUBLIC_BASE_URL", raising=False)
+    urls, said = serve_all(monkeypatch, "--host", "127.0.0.1", "--port", "8100")
+    assert urls == ["http://127.0.0.1:8100"] * 2  # the web server and the job cluster
+    assert "point at http://127.0.0.1:8100 (PUBLIC_BASE_URL)" in said
+    urls, _ = serve_all(monkeypatch, "--host", "0.0.0.0", "--port", "8200")
+    assert urls == ["http://127.0.0.1:8200"] * 2
+    makefile = (REPO / "Makefile").read_text()
+    assert "serve_all --host $(HOST) --port $(PORT)" in makefile
+
+
+def test_an_explicit_public_url_wins(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PUBLIC_BASE_URL", "https://telha.example.test/")
+    urls, said = serve_all(monkeypatch, "--port", "8100")
+    assert urls == ["https://telha.example.test"] * 2
+    assert "point at https://telha.example.test (PUBLIC_BASE_URL)" in said
+
+
 # --- a copy of the project, as a newcomer has it after `make run` -------------------------
 
 
@@ -245,6 +299,7 @@ def test_the_walkthrough_works_verbatim_from_a_second_shell(
         assert time.monotonic() < deadline, f"the cluster ran nothing\n{tail(log)}"
         time.sleep(0.5)
     output = log.read_text(errors="replace")
+    assert f"point at http://127.0.0.1:{port} (PUBLIC_BASE_URL)" in output
     for bad in ("Traceback", "BadSignature", " ERROR "):
         assert bad not in output, f"{bad}:\n{tail(log, 80)}"
 

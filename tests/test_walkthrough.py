@@ -1,22 +1,23 @@
 """The README's walkthrough, driven in Debian's headless Chromium on the demo workspace:
-what `make run` shows, and the screenshots the README links (docs/screenshots/).
+what `make run` shows, and the screenshots the README links (`make screenshots`).
 
 The demo is loaded (`demo_setup`, as `make run` does) and the delivery worker runs once;
 then Alice signs in to the inbox, sees the demo questions and taps an answer on the NDA's
 relative-date card (normal severity: one tap binds); Sarah, the steward, signs in to the
 admin, opens the Needs-attention queue and the answered clarification's page with the bound
 version; finally `POST /v1/query` shows the bound interval with no pending caveat.
+axe-core audits every page the walk shows (no serious or critical violation).
 
-Chromium and Playwright are found or installed the way tests/steward/test_browser.py does
-it (Debian's /usr/bin/chromium, the pinned Playwright; never a downloaded browser build),
-and the test is skipped with the reason where they cannot be had.
+The screenshots go to a temporary folder; `make screenshots` writes them to
+docs/screenshots/ instead (tests/browser.py). Chromium and Playwright come from
+tests/browser.py (Debian's /usr/bin/chromium, the pinned Playwright; never a downloaded
+browser build), and the test is skipped with the reason where they cannot be had.
 """
 
 import json
 import re
 import urllib.request
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 from unittest import mock
 
@@ -28,10 +29,6 @@ from telha.common.times import to_us
 from telha.jobs.tasks import work
 from telha.tenancy.models import Person
 from telha.tenancy.services import api_key_create
-from tests.steward import test_browser as steward_browser
-
-REPO = Path(__file__).resolve().parents[1]
-SCREENSHOTS = REPO / "docs" / "screenshots"
 
 ALICE = ("alice@acme.test", "demo-alice-2026")
 SARAH = ("sarah@acme.test", "demo-sarah-2026")
@@ -42,24 +39,6 @@ NDA_ANSWER = "1 April 2026 (start of next month after signature)"
 APR_2026 = to_us(datetime(2026, 4, 1, tzinfo=UTC))
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
-
-
-@pytest.fixture(scope="module")
-def browser():
-    executable = steward_browser._chromium()
-    sync_api = steward_browser._playwright()
-    # Playwright's sync API keeps an event loop on this thread; the ORM calls made between
-    # its calls (set-up, checks, the database flush) are plain sync code.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_api.sync_playwright() as p:
-            chromium = p.chromium.launch(
-                executable_path=executable, args=steward_browser.CHROMIUM_ARGS, headless=True
-            )
-            try:
-                yield chromium
-            finally:
-                chromium.close()
 
 
 def run_delivery_worker() -> int:
@@ -88,20 +67,20 @@ def nda_record(base_url: str, key: str) -> dict[str, Any]:
     return record
 
 
-def sign_in(page: Any, url: str, email: str, password: str) -> None:
+def sign_in(page: Any, url: str, email: str, password: str, a11y: Any) -> None:
     page.goto(url)
+    a11y.check(page)
     page.fill("#id_username", email)
     page.fill("#id_password", password)
     # The password form (the sign-in page also has a single sign-on form above it).
     page.locator("form:has(#id_password) [type=submit]").click()
 
 
-def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
+def test_walkthrough_on_the_demo_workspace(browser, live_server, settings, screenshots, a11y):
     # Only the built-in inbox: no chat credentials are configured for the demo.
     settings.CLARIFY_CHANNELS = ["inbox"]
     call_command("demo_setup")
     assert run_delivery_worker() > 0
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
     alice = Person.objects.get(email=ALICE[0])
     _, alice_key = api_key_create(tenant=alice.tenant, person=alice)
@@ -112,18 +91,19 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
     assert (clar.kind, clar.severity) == ("relative_date", "normal")
 
     # --- Alice answers in her inbox ---------------------------------------------------
-    context = browser.new_context(viewport={"width": 1100, "height": 900})
+    context = a11y.new_context(browser, viewport={"width": 1100, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
     try:
-        sign_in(page, f"{live_server.url}/accounts/login/", *ALICE)
+        sign_in(page, f"{live_server.url}/accounts/login/", *ALICE, a11y)
         page.wait_for_url(f"{live_server.url}/inbox/")
         cards = page.locator("section.card")
         titles = cards.locator("h2").all_inner_texts()
         assert len(titles) >= 3, titles
         assert any(NDA_FACT in t for t in titles), titles
         assert any("Master services agreement" in t for t in titles), titles
-        page.screenshot(path=str(SCREENSHOTS / "inbox.png"), full_page=True)
+        a11y.check(page)
+        page.screenshot(path=str(screenshots / "inbox.png"), full_page=True)
 
         nda_card = page.locator(f'section.card[data-clarification="{clar.pk}"]')
         assert NDA_FACT in nda_card.locator("h2").inner_text()
@@ -136,7 +116,8 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
         # The answered card has left the inbox; the others are still there.
         assert page.locator(f'section.card[data-clarification="{clar.pk}"]').count() == 0
         assert page.locator("section.card").count() == len(titles) - 1
-        page.screenshot(path=str(SCREENSHOTS / "answered.png"), full_page=True)
+        a11y.check(page)
+        page.screenshot(path=str(screenshots / "answered.png"), full_page=True)
     finally:
         context.close()
 
@@ -144,13 +125,14 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
     assert clar.state == State.ANSWERED
 
     # --- Sarah reviews in the steward admin ---------------------------------------------
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = a11y.new_context(browser, viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
     try:
-        sign_in(page, f"{live_server.url}/admin/login/?next=/admin/", *SARAH)
+        sign_in(page, f"{live_server.url}/admin/login/?next=/admin/", *SARAH, a11y)
         page.wait_for_url(f"{live_server.url}/admin/")
         assert "Steward review" in page.content()
+        a11y.check(page)
 
         page.click("text=Needs attention")
         page.wait_for_url(re.compile(r"/admin/clarify/clarification/\?attention=yes$"))
@@ -159,9 +141,11 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
         assert queue, "the demo's critical signature conflicts need the steward"
         assert all("critical" in row for row in queue), queue
         assert not any(NDA_FACT in row for row in queue), queue
-        page.screenshot(path=str(SCREENSHOTS / "steward-queue.png"), full_page=True)
+        a11y.check(page)
+        page.screenshot(path=str(screenshots / "steward-queue.png"), full_page=True)
 
         page.goto(f"{live_server.url}/admin/clarify/clarification/?state__exact=answered")
+        a11y.check(page)
         page.locator("#result_list a", has_text=NDA_FACT).click()
         page.wait_for_url(re.compile(rf"/admin/clarify/clarification/{clar.pk}/change/"))
         assert page.locator("h1", has_text=NDA_FACT).count() == 1
@@ -173,7 +157,9 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
         assert "best guess (pending)" in page.content()  # the old belief stays readable
         responses = page.locator("section").filter(has=page.locator("h2", has_text="Responses"))
         assert "Alice Author" in responses.inner_text()
-        page.screenshot(path=str(SCREENSHOTS / "steward-decide.png"), full_page=True)
+        a11y.check(page)
+        page.screenshot(path=str(screenshots / "steward-decide.png"), full_page=True)
+        a11y.done()
     finally:
         context.close()
 
@@ -186,4 +172,4 @@ def test_walkthrough_on_the_demo_workspace(browser, live_server, settings):
     assert after["txFrom"] > before["txFrom"]
     assert after["provenance"]["clarification"] == str(clar.pk)
     for name in ("inbox.png", "answered.png", "steward-queue.png", "steward-decide.png"):
-        assert (SCREENSHOTS / name).stat().st_size > 10_000, name
+        assert (screenshots / name).stat().st_size > 10_000, name

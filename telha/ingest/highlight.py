@@ -1,7 +1,12 @@
-"""The extracted text of a source version with every clarification's span highlighted,
-each a link to its clarification in the steward admin (the document and source views).
-The offsets are the stored text's, so what is marked is the phrase as extracted."""
+"""The extracted text of a source version with spans highlighted. The offsets are the
+stored text's, so what is marked is the phrase as extracted.
 
+- `highlighted`: every clarification's span, each a link to its clarification in the
+  steward admin (the admin's document and source views);
+- `passage_highlighted`: one clarification's span, for the read-only document page that
+  people who may read the source open from their card (no admin link)."""
+
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.urls import reverse
@@ -11,10 +16,49 @@ from django.utils.safestring import SafeString, mark_safe
 from telha.graph.models import SourceVersion
 
 SHOWN_CHARS = 200_000  # a longer text is cut, with a note (the page must stay usable)
+PASSAGE_ID = "passage"  # the fragment a card's document link scrolls to
 
 
 def _link(clar: Any) -> str:
     return reverse("admin:clarify_clarification_change", args=[clar.pk])
+
+
+def _spanned(clar: Any) -> bool:
+    start, end = clar.span_start, clar.span_end
+    return start is not None and end is not None and end > start
+
+
+def text_marked(
+    text: str, clars: Sequence[Any], mark: Callable[[Any, str], str]
+) -> tuple[SafeString, list[Any]]:
+    """`<pre>` of the first SHOWN_CHARS characters of `text`, escaped, with each
+    clarification's span rendered by `mark(clarification, phrase)` (a span overlapping an
+    earlier one, or past the shown text, is left unmarked), then a note when the text was
+    cut; and the clarifications it marked."""
+    parts: list[str] = []
+    marked: list[Any] = []
+    pos = 0
+    for clar in sorted((c for c in clars if _spanned(c)), key=lambda c: (c.span_start, c.span_end)):
+        start, end = clar.span_start, clar.span_end
+        if start < pos or end > min(len(text), SHOWN_CHARS):
+            continue
+        parts.append(escape(text[pos:start]))
+        parts.append(mark(clar, text[start:end]))
+        marked.append(clar)
+        pos = end
+    parts.append(escape(text[pos:SHOWN_CHARS]))
+    note = (
+        format_html("<p>… {} more characters not shown.</p>", len(text) - SHOWN_CHARS)
+        if len(text) > SHOWN_CHARS
+        else ""
+    )
+    body = "".join(parts) or "(no text: nothing was extracted)"
+    html = format_html(
+        '<pre class="extracted-text" style="white-space: pre-wrap">{}</pre>{}',
+        mark_safe(body),
+        note,
+    )
+    return html, marked
 
 
 def highlighted(version: SourceVersion | None) -> SafeString:
@@ -24,46 +68,32 @@ def highlighted(version: SourceVersion | None) -> SafeString:
         return mark_safe("<p>Not extracted yet: the detection job has not run.</p>")
     from clarify.models import Clarification
 
-    text = version.text
     clars = list(Clarification.objects.filter(source_version=version).order_by("span_start"))
-    spans = sorted(
-        (c.span_start, c.span_end, i)
-        for i, c in enumerate(clars)
-        if c.span_start is not None and c.span_end is not None and c.span_end > c.span_start
-    )
-    marked = [clars[i] for _, _, i in spans]
-    parts: list[str] = []
-    pos = 0
-    for start, end, i in spans:
-        clar = clars[i]
-        if start < pos or end > min(len(text), SHOWN_CHARS):
-            continue  # overlapping another span, or past the shown text
-        parts.append(escape(text[pos:start]))
-        parts.append(
-            format_html(
-                '<a href="{}" class="clarify-span" title="{} ({})"><mark>{}</mark></a>',
-                _link(clar),
-                clar.kind,
-                clar.state,
-                text[start:end],
-            )
+
+    def mark(clar: Any, phrase: str) -> str:
+        return format_html(
+            '<a href="{}" class="clarify-span" title="{} ({})"><mark>{}</mark></a>',
+            _link(clar),
+            clar.kind,
+            clar.state,
+            phrase,
         )
-        pos = end
-    parts.append(escape(text[pos:SHOWN_CHARS]))
-    note = (
-        format_html("<p>… {} more characters not shown.</p>", len(text) - SHOWN_CHARS)
-        if len(text) > SHOWN_CHARS
-        else ""
-    )
+
+    text, marked = text_marked(version.text, clars, mark)
     unspanned = format_html_join(
         "",
         '<li><a href="{}">{} ({}) — no span in the text</a></li>',
         ((_link(c), c.kind, c.state) for c in clars if c not in marked),
     )
-    body = "".join(parts) or "(no text: nothing was extracted)"
-    return format_html(
-        '<pre class="extracted-text" style="white-space: pre-wrap">{}</pre>{}{}',
-        mark_safe(body),
-        note,
-        format_html("<ul>{}</ul>", unspanned) if unspanned else "",
-    )
+    return format_html("{}{}", text, format_html("<ul>{}</ul>", unspanned) if unspanned else "")
+
+
+def passage_highlighted(text: str, clarification: Any | None) -> tuple[SafeString, bool]:
+    """`<pre>` of the text with the clarification's span (if any, and shown) marked as the
+    passage (`<mark id="passage">`); and whether it was marked."""
+
+    def mark(_: Any, phrase: str) -> str:
+        return format_html('<mark id="{}" class="passage">{}</mark>', PASSAGE_ID, phrase)
+
+    html, marked = text_marked(text, [clarification] if clarification is not None else [], mark)
+    return html, bool(marked)

@@ -4,6 +4,7 @@
 import re
 
 import pytest
+from django.contrib.sessions.models import Session
 from django.test import Client
 
 from clarify.models import AuditEvent, BindingStatus, ResponseRecord, State
@@ -101,12 +102,14 @@ def test_the_inbox_requires_sign_in(submit, with_passwords):
     assert resp.status_code == 302
     assert resp["Location"] == "/accounts/login/?next=/inbox/"
     before = snapshot_rows()
+    events_before = AuditEvent.objects.count()
     resp = client.post(
         "/inbox/answer", {"clarification_id": str(clar.pk), "nonce": d.nonce, "answer_index": "1"}
     )
     assert resp.status_code == 302
-    assert resp["Location"].startswith("/accounts/login/")
+    assert resp["Location"] == "/accounts/login/?next=/inbox/answer"
     assert snapshot_rows() == before
+    assert AuditEvent.objects.count() == events_before
 
 
 # --- the page -----------------------------------------------------------------------------
@@ -346,3 +349,195 @@ def test_another_persons_nonce_is_dropped(submit, with_passwords):
     assert "This card can no longer be used." in page
     assert str(clar.pk) not in page
     assert Delivery.objects.get(pk=d.pk).nonce_state == "active"
+
+
+# --- a tap after the session expired (issue 28 item 6) --------------------------------------
+
+
+def expire_sessions() -> None:
+    """Every session ends, as when it expires: the browser still sends its cookies (the
+    session's, no longer known, and the CSRF token's, still valid)."""
+    Session.objects.all().delete()
+
+
+def sign_in_again(client: Client, person) -> str:
+    """The sign-in form posted as the login page shows it after the redirect; where it
+    sends the browser."""
+    page = client.get("/accounts/login/?next=/inbox/answer").content.decode()
+    assert 'name="next" value="/inbox/answer"' in page
+    resp = client.post(
+        "/accounts/login/",
+        {
+            "username": person.email,
+            "password": PASSWORD,
+            "next": "/inbox/answer",
+            "csrfmiddlewaretoken": csrf_in(page),
+        },
+    )
+    assert resp.status_code == 302, resp.content
+    return resp["Location"]
+
+
+def expired_tap(submit, person, form: dict[str, str]) -> tuple[Client, object, str]:
+    """Alice's inbox open, her session expired, then a tap on her card: the tap is kept
+    and she is sent to sign in; nothing written. The client, clarification and nonce."""
+    clar = submit()
+    run_worker()
+    client = signed_in(person, csrf=True)
+    page = page_of(client)
+    nonce = nonce_in(sections(page)[str(clar.pk)])
+    expire_sessions()
+    before = snapshot_rows()
+    events_before = AuditEvent.objects.count()
+    resp = client.post(
+        "/inbox/answer",
+        {"clarification_id": str(clar.pk), "nonce": nonce, "csrfmiddlewaretoken": csrf_in(page)}
+        | form,
+    )
+    assert (resp.status_code, resp["Location"]) == (302, "/accounts/login/?next=/inbox/answer")
+    assert snapshot_rows() == before
+    assert AuditEvent.objects.count() == events_before
+    return client, clar, nonce
+
+
+def test_a_tap_after_the_session_expired_waits_at_its_card_to_be_confirmed(submit, with_passwords):
+    alice_p = with_passwords["alice"]
+    client, clar, nonce = expired_tap(submit, alice_p, {"answer_index": "1"})
+    assert sign_in_again(client, alice_p) == "/inbox/answer"
+
+    before = snapshot_rows()
+    resp = client.get("/inbox/answer")  # where sign-in lands: never a 405
+    assert resp.status_code == 200
+    page = resp.content.decode()
+    assert "Confirm your answer" in page and "nothing is recorded yet" in page
+    card = sections(page)[str(clar.pk)]
+    assert "When does “MSA term” take effect?" in card and SPAN_TEXT in card
+    assert 'Your answer: <strong class="choice">12 June (signature)</strong>' in card
+    assert nonce_in(card) == nonce
+    assert 'name="answer_index" value="1"' in card
+    assert snapshot_rows() == before  # a GET never answers
+
+    # Confirmed: the one tap pipeline records it as Alice's inbox answer.
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', card))
+    resp = client.post("/inbox/answer", {**fields, "csrfmiddlewaretoken": csrf_in(page)})
+    assert (resp.status_code, resp["Location"]) == (302, "/inbox/")
+    [record] = ResponseRecord.objects.filter(clarification=clar)
+    assert (record.responder, record.channel, record.answer_index) == (alice_p.pk, "inbox", 1)
+    clar.refresh_from_db()
+    assert clar.state == State.ANSWERED
+    assert 'class="msg success"' in page_of(client)
+    # Kept once: the confirmation page is gone, the inbox is where /inbox/answer leads.
+    resp = client.get("/inbox/answer")
+    assert (resp.status_code, resp["Location"]) == (302, "/inbox/")
+
+
+def test_a_something_else_tap_is_kept_across_sign_in_too(submit, with_passwords):
+    alice_p = with_passwords["alice"]
+    form = {
+        "answer_index": "",
+        "valid_from": "2026-06-15",
+        "valid_to": "",
+        "source_text": "the side letter",
+    }
+    client, clar, _ = expired_tap(submit, alice_p, form)
+    sign_in_again(client, alice_p)
+    page = client.get("/inbox/answer").content.decode()
+    card = sections(page)[str(clar.pk)]
+    assert "Something else: 2026-06-15 → open-ended" in card
+    assert "the side letter" in card
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)"', card))
+    client.post("/inbox/answer", {**fields, "csrfmiddlewaretoken": csrf_in(page)})
+    [record] = ResponseRecord.objects.filter(clarification=clar)
+    assert (record.answer_index, record.interval_from, record.interval_to) == (
+        None,
+        day_us("2026-06-15"),
+        None,
+    )
+    assert record.answer_custom["sourceText"] == "the side letter"
+
+
+def test_a_kept_tap_is_shown_to_nobody_but_its_recipient(submit, with_passwords):
+    alice_p, bob_p = with_passwords["alice"], with_passwords["bob"]
+    client, clar, _ = expired_tap(submit, alice_p, {"answer_index": "1"})
+    assert sign_in_again(client, bob_p) == "/inbox/answer"  # someone else signs in
+    before = snapshot_rows()
+    events_before = AuditEvent.objects.count()
+    resp = client.get("/inbox/answer")
+    assert (resp.status_code, resp["Location"]) == (302, "/inbox/")
+    page = page_of(client)
+    assert "was not recorded: that card is no longer open to you" in page
+    assert str(clar.pk) not in page and SPAN_TEXT not in page
+    assert snapshot_rows() == before
+    assert AuditEvent.objects.count() == events_before
+
+
+def test_a_kept_tap_on_a_card_that_moved_on_is_not_offered(submit, with_passwords, person_client):
+    alice_p = with_passwords["alice"]
+    client, clar, _ = expired_tap(submit, alice_p, {"answer_index": "1"})
+    resp = person_client("bob").post(
+        f"/v1/clarifications/{clar.pk}/answer", {"answerIndex": 0}, format="json"
+    )
+    assert resp.status_code == 200  # answered meanwhile: Alice's card closed
+    sign_in_again(client, alice_p)
+    before = snapshot_rows()
+    resp = client.get("/inbox/answer")
+    assert (resp.status_code, resp["Location"]) == (302, "/inbox/")
+    assert "that card is no longer open to you" in page_of(client)
+    assert snapshot_rows() == before
+
+
+def test_get_on_the_answer_address_with_nothing_kept_is_the_inbox(with_passwords):
+    client = signed_in(with_passwords["alice"])
+    resp = client.get("/inbox/answer")
+    assert (resp.status_code, resp["Location"]) == (302, "/inbox/")
+    resp = Client().get("/inbox/answer")
+    assert (resp.status_code, resp["Location"]) == (302, "/accounts/login/?next=/inbox/answer")
+
+
+# --- how an outcome is shown -------------------------------------------------------------
+
+
+def test_a_stale_cards_conflicting_answer_is_a_warning_not_a_success(
+    submit, with_passwords, person_client
+):
+    clar = submit()
+    run_worker()
+    alice = signed_in(with_passwords["alice"])
+    nonce = nonce_in(sections(page_of(alice))[str(clar.pk)])  # her page, now stale
+    resp = person_client("bob").post(
+        f"/v1/clarifications/{clar.pk}/answer", {"answerIndex": 1}, format="json"
+    )
+    assert resp.status_code == 200
+    alice.post(
+        "/inbox/answer", {"clarification_id": str(clar.pk), "nonce": nonce, "answer_index": "0"}
+    )
+    page = page_of(alice)
+    [shown] = re.findall(r'<div class="msg (\w+)">([^<]*)</div>', page)
+    assert shown[0] == "warning", shown
+    assert "conflicting attestation" in shown[1]
+    late = ResponseRecord.objects.get(clarification=clar, responder=with_passwords["alice"].pk)
+    assert late.binding_status == BindingStatus.CONFLICTING
+
+
+def test_a_first_confirmation_of_two_is_information(submit, with_passwords):
+    clar = submit(severity_hint="critical")
+    run_worker()
+    [d] = deliveries(clar)
+    person = next(p for p in with_passwords.values() if p.pk == d.person_id)
+    client = signed_in(person)
+    nonce = nonce_in(sections(page_of(client))[str(clar.pk)])
+    client.post(
+        "/inbox/answer", {"clarification_id": str(clar.pk), "nonce": nonce, "answer_index": "1"}
+    )
+    [shown] = re.findall(r'<div class="msg (\w+)">([^<]*)</div>', page_of(client))
+    assert shown[0] == "info" and shown[1].startswith("First confirmation recorded"), shown
+
+
+def test_the_sign_in_page_is_one_card_with_both_ways_to_sign_in():
+    page = Client().get("/accounts/login/?next=/inbox/answer").content.decode()
+    assert page.count('class="card') == 1
+    card = page.split('<section class="card signin">', 1)[1].split("</section>", 1)[0]
+    assert "<h1>Sign in</h1>" in card
+    assert '<form method="post" class="login">' in card  # email and password
+    assert '<form method="get" class="sso-choice">' in card  # single sign-on
+    assert 'name="next" value="/inbox/answer"' in card

@@ -352,8 +352,9 @@ def test_a_scanned_pdf_opens_an_undated_clarification(workspace, monkeypatch):
     assert clar.span_start is None and excerpt_for_chat(clar) == ""
     card = build_card(clar, "nonce", excerpt_for_chat(clar))
     assert card.excerpt == "" and card.question.startswith("What date applies to")
+    # No address in a source system: the card links this server's document page.
     assert card.document_url.endswith(
-        f"/admin/graph/source/{clar.source_version.source_id}/change/"
+        f"/inbox/documents/{clar.source_version.source_id}/?clarification={clar.pk}#passage"
     )
     assert [c["label"] for c in clar.candidates] == ["2 March 2026 (PDF creation date)"]
 

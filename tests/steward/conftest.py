@@ -407,25 +407,3 @@ def bulk_clarifications(
             for node in nodes
         ]
     )
-
-
-@pytest.fixture(scope="module")
-def browser():
-    """Debian's headless Chromium through Playwright, one per test module (the browser
-    tests here: test_browser.py, test_csp.py)."""
-    from .test_browser import CHROMIUM_ARGS, _chromium, _playwright
-
-    executable = _chromium()
-    sync_api = _playwright()
-    # Playwright's sync API keeps an event loop on this thread; the ORM calls made between
-    # its calls (the test's set-up and checks, the database flush) are plain sync code.
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
-        with sync_api.sync_playwright() as p:
-            chromium = p.chromium.launch(
-                executable_path=executable, args=CHROMIUM_ARGS, headless=True
-            )
-            try:
-                yield chromium
-            finally:
-                chromium.close()

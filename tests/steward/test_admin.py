@@ -825,7 +825,7 @@ def test_pages_show_dates_badges_and_escape_html(
         assert "<b>Bold</b>" not in html and "<i>why</i>" not in html, url
     listing = page(steward_client, "/admin/clarify/clarification/")
     assert "&lt;script&gt;alert(&quot;t&quot;)&lt;/script&gt; term" in listing
-    assert re.search(r'<span style="background:#16a34a;[^"]*">answered</span>', listing)
+    assert re.search(r'<span style="background:#15803d;[^"]*">answered</span>', listing)
     assert re.search(r'<span style="background:#4b5563;[^"]*">dead lettered</span>', listing)
     assert re.search(r'<span style="background:#dc2626;[^"]*">critical</span>', listing)
     decide = page(steward_client, change_url(clar))

@@ -1,76 +1,28 @@
 """The steward's browser journey, driven by Playwright in Debian's headless Chromium: sign
 in, open the Needs-attention queue, open a conflicted clarification, resolve it by
-override, and see the fact's new version. Screenshots go to var/screenshots/.
+override, and see the fact's new version; the upload, documents and digest pages too.
+axe-core audits every page it shows (no serious or critical violation: tests/browser.py).
+Screenshots go to a temporary folder (`make screenshots`: docs/screenshots/).
 
-Set-up installs what is missing: Debian's `chromium` (as root, through apt-get) and the
-pinned Playwright from requirements-browser.txt into this interpreter's environment. It
-never runs `playwright install` (no downloaded browser builds). Where Chromium cannot be
-had, the test is skipped with the reason.
+Chromium and Playwright come from tests/browser.py (Debian's Chromium, the pinned
+Playwright; never a downloaded browser build); where they cannot be had, the test is
+skipped with the reason.
 """
 
-import importlib
 import re
-import sys
-from pathlib import Path
 
 import pytest
 
 from clarify.models import Clarification, State
 from telha.graph.models import NodeVersion
-from tests.debian import debian_program, run_quietly
 
 from .conftest import JUN_2026, STEWARD_PASSWORD, submit_with
-
-REPO = Path(__file__).resolve().parents[2]
-CHROMIUM = "/usr/bin/chromium"
-SCREENSHOTS = REPO / "var" / "screenshots"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
-def _chromium() -> str:
-    """Debian's Chromium, installed through apt-get when missing and possible."""
-    return debian_program(CHROMIUM, ["chromium", "fonts-liberation"])
-
-
-def _playwright():  # type: ignore[no-untyped-def]
-    """playwright.sync_api, pip-installed (pinned) into this environment when missing."""
-    try:
-        return importlib.import_module("playwright.sync_api")
-    except ImportError:
-        pass
-    ok = run_quietly(
-        [
-            sys.executable,
-            "-m",
-            "pip",
-            "install",
-            "--disable-pip-version-check",
-            "-q",
-            "-r",
-            str(REPO / "requirements-browser.txt"),
-        ],
-        timeout=600,
-    )
-    importlib.invalidate_caches()
-    try:
-        return importlib.import_module("playwright.sync_api")
-    except ImportError:
-        pytest.skip(f"Playwright is not installed and pip could not install it (ok={ok})")
-
-
 def test_steward_resolves_a_conflicted_clarification_in_the_browser(
-    browser, live_server, ingest_client, person_client
+    browser, live_server, ingest_client, person_client, screenshots, a11y
 ):
     clar = submit_with(ingest_client, severity_hint="critical")
     alice, bob = person_client("alice"), person_client("bob")
@@ -83,18 +35,19 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
     quiet = submit_with(ingest_client, external_id="contracts/quiet.docx", name="Quiet term")
     clar.refresh_from_db()
     assert clar.state == State.CONFLICTED
-    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
 
-    context = browser.new_context(viewport={"width": 1280, "height": 900})
+    context = a11y.new_context(browser, viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.set_default_timeout(15_000)
     try:
         page.goto(f"{live_server.url}/admin/login/?next=/admin/")
+        a11y.check(page)
         page.fill("#id_username", "sam@acme.test")
         page.fill("#id_password", STEWARD_PASSWORD)
         page.click("input[type=submit]")
         page.wait_for_url(f"{live_server.url}/admin/")
         assert "Steward review" in page.content()
+        a11y.check(page)
 
         page.click("text=Needs attention")
         page.wait_for_url(re.compile(r"/admin/clarify/clarification/\?attention=yes$"))
@@ -103,7 +56,8 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
         assert "MSA term" in rows.first.inner_text()
         assert "conflicted" in rows.first.inner_text()
         assert "Quiet term" not in page.content()
-        page.screenshot(path=str(SCREENSHOTS / "queue.png"), full_page=True)
+        a11y.check(page)
+        page.screenshot(path=str(screenshots / "queue.png"), full_page=True)
 
         rows.first.locator("a", has_text="MSA term").click()
         page.wait_for_url(re.compile(rf"/admin/clarify/clarification/{clar.pk}/change/"))
@@ -114,7 +68,8 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
         assert timeline.locator("g.version-pending").count() == 1  # the best guess
         box = timeline.locator("g.version-pending rect").bounding_box()
         assert box is not None and box["width"] > 0 and box["height"] > 0
-        page.screenshot(path=str(SCREENSHOTS / "decide.png"), full_page=True)
+        a11y.check(page)
+        page.screenshot(path=str(screenshots / "decide.png"), full_page=True)
 
         page.select_option("select[name=answer_index]", "1")
         page.fill("input[name=reason]", "The countersigned copy is dated 12 June.")
@@ -130,13 +85,30 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
         corrected = page.locator("svg.fact-timeline g.version-bound rect").bounding_box()
         assert superseded is not None and corrected is not None
         assert corrected["y"] > superseded["y"] and corrected["x"] < superseded["x"]
-        page.screenshot(path=str(SCREENSHOTS / "after-override.png"), full_page=True)
+        a11y.check(page)
+        trail = page.locator("table.trail").inner_text()
+        assert "steward override" in trail and "Sam Steward" in trail
+        assert "{" not in trail and str(clar.pk) not in trail
+        page.screenshot(path=str(screenshots / "after-override.png"), full_page=True)
 
         # The new version in the NodeVersion admin, too.
         page.goto(
             f"{live_server.url}/admin/graph/nodeversion/?evidence_class__exact=steward_override"
         )
         assert page.locator("#result_list tbody tr").count() == 1
+        a11y.check(page)
+
+        # The other pages of the steward's admin: upload (one heading), documents, digest.
+        page.goto(f"{live_server.url}/admin/")
+        a11y.check(page)
+        page.click("text=Upload a document")
+        page.wait_for_url(re.compile(r"/admin/ingest/document/upload/$"))
+        assert page.locator("h1").all_inner_texts() == ["Upload a document"]
+        a11y.check(page)
+        for path in ("/admin/ingest/document/", "/admin/clarify/clarification/digest/"):
+            page.goto(f"{live_server.url}{path}")
+            a11y.check(page)
+        a11y.done()
     finally:
         context.close()
 
@@ -152,4 +124,4 @@ def test_steward_resolves_a_conflicted_clarification_in_the_browser(
     )
     assert Clarification.objects.get(pk=quiet.pk).state == State.OPEN
     for name in ("queue.png", "decide.png", "after-override.png"):
-        assert (SCREENSHOTS / name).stat().st_size > 10_000, name
+        assert (screenshots / name).stat().st_size > 10_000, name

@@ -1,5 +1,10 @@
 """`telha serve_all`: the web server and the job cluster together (what `make run` starts).
-Ctrl-C stops both."""
+Ctrl-C stops both.
+
+Both run with `PUBLIC_BASE_URL` — the address the links in cards and messages are built
+on — set to the address served (`http://HOST:PORT`; `127.0.0.1` for a wildcard host), so
+`PORT=8100 make run` links to port 8100. A `PUBLIC_BASE_URL` set in the environment (or in
+var/dev.env) wins: the stack behind a proxy or on another name."""
 
 import os
 import signal
@@ -9,6 +14,16 @@ import time
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandParser
+
+WILDCARD_HOSTS = {"", "0.0.0.0", "::", "[::]"}
+
+
+def public_base_url(host: str, port: str) -> str:
+    """`PUBLIC_BASE_URL` from the environment when set there, else the address served."""
+    chosen = os.environ.get("PUBLIC_BASE_URL", "").strip()
+    if chosen:
+        return chosen.rstrip("/")
+    return f"http://{'127.0.0.1' if host in WILDCARD_HOSTS else host}:{port}"
 
 
 class Command(BaseCommand):
@@ -21,7 +36,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         base = f"http://{opts['host']}:{opts['port']}"
         manage = [sys.executable, "manage.py"]
-        env = {**os.environ}
+        env = {**os.environ, "PUBLIC_BASE_URL": public_base_url(opts["host"], opts["port"])}
         procs = [
             subprocess.Popen(
                 [*manage, "runserver", f"{opts['host']}:{opts['port']}", "--noreload"], env=env
@@ -34,8 +49,10 @@ class Command(BaseCommand):
             f"  steward admin:               {base}/admin/\n"
             f"  API docs:                    {base}/v1/docs/\n"
             f"  health:                      {base}/healthz\n"
+            f"Links in cards and messages point at {env['PUBLIC_BASE_URL']} (PUBLIC_BASE_URL).\n"
             "Sign in with the demo logins printed above. Ctrl-C stops everything.\n"
         )
+        self.stdout.flush()  # seen now, also when the output goes to a file or a pipe
         stopping = False
 
         def stop(*_: Any) -> None:
