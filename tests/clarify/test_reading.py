@@ -287,10 +287,12 @@ def test_evidence_classes_on_query_records(submit, clients, answer):
         "txFrom",
         "txTo",
         "confidence",
+        "source",
         "provenance",
         "evidenceClass",
         "pendingClarification",
     }
+    assert set(by_node[human.node_id]["source"]) == {"system", "externalId", "title"}
     assert set(by_node[human.node_id]["provenance"]) == {
         "sourceVersionTx",
         "spans",
