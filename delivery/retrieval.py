@@ -52,23 +52,37 @@ def restricted(v: NodeVersion) -> bool:
 
 
 def candidates(readable: QuerySet[Node], question: Question) -> QuerySet[NodeVersion]:
-    """The current versions of readable facts (never a PERSON node) the question's period
-    admits: starting in it, ending in it, or (neither asked) valid at some time in it."""
+    """The transaction-current versions (`tx_to IS NULL`: what is believed now) of the
+    readable facts (never a PERSON node) that the question's period admits (`in_period`).
+    Valid time is only ever compared with the asked period: a fact valid in the past or
+    in the future is found as surely as one valid today, and the time of asking plays no
+    part (it only resolves "next year" when the question is read)."""
     versions = NodeVersion.objects.filter(node__in=readable, tx_to__isnull=True).exclude(
         labels__icontains='"PERSON"'
     )
     if question.period is None:
         return versions
+    return versions.filter(in_period(question))
+
+
+def in_period(question: Question) -> Q:
+    """The versions whose valid interval `[valid_from, valid_to)` relates to the asked
+    period `[first, after)` as the question asks: starting in it (a start question),
+    ending in it (an end question: `valid_to`, the date the fact ends on, in the period)
+    or, neither asked, overlapping it — a version with no dates at all is in no period.
+    Each is a range on one column (served by the partial indexes on the current
+    versions' `valid_from` and `valid_to`)."""
+    if question.period is None:
+        return Q()
     first, after = question.period
     if question.edge == START:
-        return versions.filter(valid_from__gte=first, valid_from__lt=after)
+        return Q(valid_from__gte=first, valid_from__lt=after)
     if question.edge == END:
-        return versions.filter(valid_to__gte=first, valid_to__lt=after)
+        return Q(valid_to__gte=first, valid_to__lt=after)
     dated = Q(valid_from__isnull=False) | Q(valid_to__isnull=False)
-    return versions.filter(dated).filter(
-        (Q(valid_from__isnull=True) | Q(valid_from__lt=after))
-        & (Q(valid_to__isnull=True) | Q(valid_to__gt=first))
-    )
+    starts_before_the_end = Q(valid_from__isnull=True) | Q(valid_from__lt=after)
+    ends_after_the_start = Q(valid_to__isnull=True) | Q(valid_to__gt=first)
+    return dated & starts_before_the_end & ends_after_the_start
 
 
 def _spelled(versions: QuerySet[NodeVersion], terms: tuple[str, ...]) -> list[str]:

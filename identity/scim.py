@@ -142,8 +142,9 @@ def user_doc(person: Person, base: str) -> dict[str, Any]:
     doc: dict[str, Any] = {
         "schemas": [USER_SCHEMA],
         "id": str(person.pk),
-        "userName": aliases.get(AliasKind.UPN)
-        or (person.user.username if person.user else person.email),
+        # The `upn` alias (unique in the tenant); a person loaded before it existed
+        # without one is known by their email, which `scim_filters.user_name` matches too.
+        "userName": aliases.get(AliasKind.UPN) or person.email,
         "displayName": person.name,
         "active": person.deactivated_at is None,
         "emails": [{"value": person.email}],

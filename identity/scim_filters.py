@@ -57,16 +57,6 @@ def key(name: str, parse: Callable[[str], Any]) -> Column:
     return column
 
 
-def either(*columns: Column) -> Column:
-    def column(lookup: str, value: Any) -> Q:
-        out = Q(pk__in=[])
-        for c in columns:
-            out |= c(lookup, value)
-        return out
-
-    return column
-
-
 def alias(kind: str) -> Column:
     def column(lookup: str, value: Any) -> Q:
         if lookup == "isnull":  # absent
@@ -79,6 +69,15 @@ def alias(kind: str) -> Column:
     return column
 
 
+def user_name(lookup: str, value: Any) -> Q:
+    """`userName`: the `upn` alias, else (a person without one) the email, as `user_doc`
+    shows it. Every user has one; only this tenant's people are ever compared."""
+    if lookup == "isnull":
+        return Q(pk__in=[]) if value else Q()
+    no_upn = alias(AliasKind.UPN)("isnull", True)
+    return alias(AliasKind.UPN)(lookup, value) | (no_upn & field("email")(lookup, value))
+
+
 def active(lookup: str, value: Any) -> Q:
     if lookup == "isnull":
         return Q()
@@ -89,7 +88,7 @@ def active(lookup: str, value: Any) -> Q:
 
 USER_COLUMNS: dict[str, Column] = {
     "id": key("pk", uuid.UUID),
-    "username": either(alias(AliasKind.UPN), field("user__username")),
+    "username": user_name,
     "externalid": alias(AliasKind.AAD_OID),
     "emails": field("email"),
     "emails.value": field("email"),

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
@@ -21,7 +20,7 @@ from clarify.services import audit_event_append
 from delivery.revocation import person_cards_withdraw
 from delivery.worker import RESPONDER_NOT_AUTHORISED
 from telha.common.errors import Conflict, InvalidInput
-from telha.tenancy.models import AliasKind, Person, Rights, Tenant, TenantGroup
+from telha.tenancy.models import AliasKind, Person, PersonAlias, Rights, Tenant, TenantGroup
 from telha.tenancy.services import (
     _GROUP_RE,
     EMAIL_MAX_LENGTH,
@@ -91,7 +90,8 @@ def _role_of(roles: list[str]) -> str:
 @transaction.atomic
 def person_provision(*, tenant: Tenant, spec: PersonSpec, person: Person | None = None) -> Person:
     """Create (`person` None) or replace a person from the identity provider: userName is
-    their UPN alias and sign-in name, the email their email, externalId their Entra
+    their UPN alias and sign-in name (unique within the tenant; another tenant may hold
+    the same name), the email their email, externalId their Entra
     object id alias, the highest of `roles` their rights. `active` false deprovisions,
     true reactivates. Refused with nothing written on bad input or a clash."""
     user_name = spec.user_name.strip().lower()
@@ -107,13 +107,13 @@ def person_provision(*, tenant: Tenant, spec: PersonSpec, person: Person | None 
         if person is not None:
             person.deleted_by_provider = False
             person.save(update_fields=["deleted_by_provider", "updated_at"])
-    taken = get_user_model().objects.filter(username=user_name)
-    if person is not None and person.user_id is not None:
-        taken = taken.exclude(pk=person.user_id)
+    taken = PersonAlias.objects.filter(tenant=tenant, kind=AliasKind.UPN, value=user_name)
+    if person is not None:
+        taken = taken.exclude(person=person)
     if taken.exists():
-        # Sign-in names are global: the same words whether the holder is of this tenant
-        # or another (never which one).
-        raise ProvisioningConflict(f"userName {user_name} is not available.")
+        # Only this tenant's names are compared: another tenant's are never seen here. A
+        # concurrent create of the same name fails on `alias_unique_value` instead (409).
+        raise ProvisioningConflict(f"userName {user_name} already belongs to another user.")
     aliases = {AliasKind.EMAIL.value: email, AliasKind.UPN.value: user_name}
     if spec.external_id:
         aliases[AliasKind.AAD_OID.value] = spec.external_id[:320]
@@ -123,7 +123,6 @@ def person_provision(*, tenant: Tenant, spec: PersonSpec, person: Person | None 
             email=email,
             name=name,
             role=role,
-            username=user_name,
             person=person,
             keep_password=True,
         )

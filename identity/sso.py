@@ -27,6 +27,7 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 from joserfc.errors import JoseError
 
+from telha.tenancy.forms import SignInForm
 from telha.tenancy.models import AliasKind, Person
 from telha.tenancy.selectors import person_by_alias
 
@@ -236,7 +237,11 @@ def sso_choice(request: HttpRequest) -> dict[str, Any]:
 class SignInView(LoginView):
     """`/accounts/login/`: with `?tenant=SLUG` of a tenant that has an OpenID provider,
     it offers "Sign in with <provider>" (and hides the password form when the tenant
-    turned password sign-in off); without, a field for the organisation (`sso_choice`)."""
+    turned password sign-in off); without, a field for the organisation (`sso_choice`).
+    The password form signs in within `?tenant=SLUG` when given, else within the
+    organisation its own optional field names (`SignInForm`)."""
+
+    form_class = SignInForm
 
     def get_context_data(self, **kwargs: Any) -> dict[str, Any]:
         return {**super().get_context_data(**kwargs), **sso_choice(self.request)}

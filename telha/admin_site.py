@@ -9,6 +9,7 @@ from django.contrib import admin
 from django.http import HttpRequest
 
 from telha.common.times import iso
+from telha.tenancy.forms import StewardSignInForm
 from telha.tenancy.steward_admin import steward_of
 
 # A 16-digit integer is a µs time (2001 to 2286); people see it as a date.
@@ -26,6 +27,7 @@ class StewardAdminSite(admin.AdminSite):
     site_title = "Telha clarify"
     index_title = "Review"
     index_template = "admin/telha_index.html"
+    login_form = StewardSignInForm  # email, password and (when needed) the organisation
 
     def has_permission(self, request: HttpRequest) -> bool:
         return steward_of(request) is not None

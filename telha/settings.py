@@ -122,9 +122,10 @@ else:
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTHENTICATION_BACKENDS = [
-    # Refuses passwords where the tenant's OpenID provider turned them off (before any
-    # backend that would accept them)
-    "identity.backends.PasswordPolicyBackend",
+    # Password sign-in of a tenant's person by email (or SCIM userName) within their
+    # organisation; it ends every password attempt, so the ModelBackend below only
+    # serves the sessions that name it (single sign-on, sessions from before)
+    "identity.backends.PersonBackend",
     "django.contrib.auth.backends.ModelBackend",
     "guardian.backends.ObjectPermissionBackend",
 ]

@@ -4,6 +4,8 @@ They build rows directly, bypassing the services, so tests can set up state the 
 would refuse (for constraint tests) or that would be slow to build through the API.
 """
 
+import uuid
+
 import factory
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -21,6 +23,7 @@ from telha.graph.models import (
 )
 from telha.jobs.models import Job
 from telha.tenancy.models import ApiKey, Person, PersonAlias, Rights, Tenant, TenantGroup
+from telha.tenancy.services import user_name_for
 
 
 class TenantFactory(factory.django.DjangoModelFactory):
@@ -61,7 +64,13 @@ class PersonFactory(factory.django.DjangoModelFactory):
     name = factory.Faker("name")
     email = factory.Sequence(lambda n: f"person{n}@example.test")
     role = Rights.VIEWER
-    user = factory.SubFactory(UserFactory, username=factory.SelfAttribute("..email"))
+    id = factory.LazyFunction(uuid.uuid4)
+    # As `person_upsert` names it: by the person's id, never by a name a tenant chose.
+    user = factory.SubFactory(
+        UserFactory,
+        username=factory.LazyAttribute(lambda o: user_name_for(o.factory_parent.id)),
+        email=factory.SelfAttribute("..email"),
+    )
 
 
 class SourceFactory(factory.django.DjangoModelFactory):

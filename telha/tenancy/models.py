@@ -64,7 +64,10 @@ class TenantGroup(models.Model):
 
 
 class Person(models.Model):
-    """A person of a tenant, with rights and a Django user whose username is their email.
+    """A person of a tenant, with rights and a Django user whose user name is the person's
+    id: the names people sign in with (their email, their `upn` alias, which is their SCIM
+    userName) are unique within the tenant only (`person_unique_email`, `alias_unique_value`)
+    and another tenant may hold the same ones.
 
     Sign-in is disabled (unusable password) unless the workspace file gives one; only
     stewards are staff (may enter the admin). An erased person keeps only a tombstone.

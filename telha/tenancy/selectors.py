@@ -2,6 +2,8 @@
 
 from collections.abc import Iterable
 
+from django.db.models import Exists, OuterRef, Q
+
 from .models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
 
 PERSON_ALIAS_PROPERTIES = {
@@ -31,3 +33,21 @@ def aliases_for(person_ids: Iterable[object]) -> dict[str, dict[str, str]]:
     for alias in PersonAlias.objects.filter(person_id__in=list(person_ids)).order_by("kind"):
         out.setdefault(str(alias.person_id), {})[alias.kind] = alias.value
     return out
+
+
+def people_signing_in(*, name: str, tenant: str | None = None) -> list[Person]:
+    """The active people (with their users and tenants) a password sign-in as `name` may
+    be: those whose email or `upn` alias (SCIM userName) is the name, in the tenant whose
+    slug is `tenant`, or in any tenant when none is named (the same email may be a
+    person of several tenants). Erased and deprovisioned people are never among them."""
+    name = normalise_alias(AliasKind.UPN, name)
+    upn = PersonAlias.objects.filter(person=OuterRef("pk"), kind=AliasKind.UPN, value=name)
+    people = Person.objects.select_related("user", "tenant").filter(
+        Q(email=name) | Q(Exists(upn)),
+        erased_at__isnull=True,
+        deactivated_at__isnull=True,
+        user__is_active=True,
+    )
+    if tenant is not None:
+        people = people.filter(tenant__slug=tenant.strip().lower())
+    return list(people.order_by("pk"))

@@ -3,11 +3,11 @@
 import hashlib
 import re
 import secrets
+import uuid
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
+from django.contrib.auth.models import Group, User
 from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
@@ -31,8 +31,10 @@ from .models import (
 KEY_PREFIX = "tlh_"
 _SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{0,63}$")
 _GROUP_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,99}$")
-# The email is also the Django user name, which holds at most 150 characters.
+# An email (a sign-in name) holds at most 150 characters, as Django user names did when
+# they were the email; a longer one was never accepted, so none exists.
 EMAIL_MAX_LENGTH = 150
+_FIRST_NAME_MAX_LENGTH = 150
 
 
 class WorkspaceInvalid(InvalidInput):
@@ -131,7 +133,9 @@ def _workspace_errors(data: Any) -> list[str]:
 @transaction.atomic
 def workspace_load(*, data: Any) -> WorkspaceLoadResult:
     """Load (or re-load) a workspace file (CONTRACT §2.1). Idempotent: people are matched
-    by email within the tenant. The whole file is validated first; a refused file loads
+    by email within the tenant. A person without a `upn` alias in the file keeps the one
+    they have (set by SCIM), else their email is their `upn` (their SCIM userName, unique
+    in the tenant). The whole file is validated first; a refused file loads
     nothing. In the same transaction, every source ACL of the tenant is re-resolved (so a
     principal named before its person, alias or group existed is granted, and a removed
     alias loses its grant) and PERSON nodes keyed by a now-known alias become that
@@ -162,6 +166,7 @@ def workspace_load(*, data: Any) -> WorkspaceLoadResult:
             )
             person_groups_set(person=person, groups=[groups[g] for g in entry.get("groups", [])])
             wanted = {AliasKind.EMAIL.value: email, **entry.get("aliases", {})}
+            wanted.setdefault(AliasKind.UPN.value, _upn_of(person) or email)
             person_aliases_set(person=person, aliases=wanted)
         except IdentityClash as exc:
             raise WorkspaceInvalid(exc.detail) from exc
@@ -171,6 +176,14 @@ def workspace_load(*, data: Any) -> WorkspaceLoadResult:
             result.updated_people += 1
     tenant_identity_resolve(tenant=tenant)
     return result
+
+
+def _upn_of(person: Person) -> str | None:
+    return (
+        PersonAlias.objects.filter(person=person, kind=AliasKind.UPN)
+        .values_list("value", flat=True)
+        .first()
+    )
 
 
 class IdentityClash(InvalidInput):
@@ -196,25 +209,21 @@ def person_upsert(
     name: str,
     role: str,
     password: str | None = None,
-    username: str | None = None,
     person: Person | None = None,
     keep_password: bool = False,
 ) -> tuple[Person, bool]:
     """Create or update a person (matched by `person`, else by email in the tenant) and
-    their Django user, whose user name is `username` (default: the email). With
-    `password` the user signs in with it; without, sign-in by password is disabled unless
-    `keep_password`. Only stewards are staff. Returns `(person, created)`.
+    their Django user. With `password` the user signs in with it; without, sign-in by
+    password is disabled unless `keep_password`. Only stewards are staff. Returns
+    `(person, created)`.
 
-    Refused (`IdentityClash`) when the user name belongs to a user of someone else."""
-    User = get_user_model()
-    username = (username or email).strip().lower()
+    The Django user name is the person's id (`user_name_for`): a tenant's sign-in names
+    (email, SCIM userName) are its own, unique within it by `person_unique_email` and the
+    `upn` alias, and never compared with another tenant's; password sign-in resolves them
+    (`identity.backends`). Refused (`IdentityClash`) when the email is another person's
+    of this tenant."""
     if person is None:
         person = Person.objects.filter(tenant=tenant, email=email).first()
-    clash = User.objects.filter(username=username)
-    if person is not None and person.user_id is not None:
-        clash = clash.exclude(pk=person.user_id)
-    if clash.exists():
-        raise IdentityClash(f"{username} already belongs to another tenant or user")
     same_email = Person.objects.filter(tenant=tenant, email=email)
     if person is not None:
         same_email = same_email.exclude(pk=person.pk)
@@ -222,25 +231,35 @@ def person_upsert(
         raise IdentityClash(f"{email} already belongs to another person of this tenant")
     created = person is None
     if person is None:
-        user = User.objects.create(username=username, email=email)
-        person = Person.objects.create(tenant=tenant, name=name, email=email, role=role, user=user)
+        person_id = uuid.uuid4()
+        user = User.objects.create(username=user_name_for(person_id), email=email)
+        person = Person.objects.create(
+            id=person_id, tenant=tenant, name=name, email=email, role=role, user=user
+        )
     else:
         person.name, person.role, person.email = name, role, email
         person.save(update_fields=["name", "role", "email"])
-        user = person.user or User.objects.create(username=username, email=email)
+        user = person.user or User.objects.create(username=user_name_for(person.pk), email=email)
         if person.user is None:
             person.user = user
             person.save(update_fields=["user"])
-        user.username, user.email = username, email
+        user.email = email
     if password:
         if not user.check_password(password):
             user.set_password(password)
     elif not keep_password or created:
         user.set_unusable_password()
+    user.first_name = name[:_FIRST_NAME_MAX_LENGTH]  # what the admin greets them by
     user.is_staff = role == Rights.STEWARD
     user.is_active = person.deactivated_at is None
     user.save()
     return person, created
+
+
+def user_name_for(person_id: uuid.UUID) -> str:
+    """The Django user name of a person: their id, the same in every tenant's terms and
+    never a name a tenant chose (which another tenant may also hold)."""
+    return str(person_id)
 
 
 def person_groups_set(*, person: Person, groups: list[TenantGroup]) -> None:

@@ -205,10 +205,15 @@ def test_delivery_view_only_for_the_clarify_audience(
     assert body["askedAliases"] == {
         str(people["alice"].pk): {
             "email": "alice@acme.test",
+            "upn": "alice@acme.test",
             "slackUserId": "U0ALICE",
             "aadOid": "oid-alice",
         },
-        str(people["bob"].pk): {"email": "bob@acme.test", "slackUserId": "U0BOB"},
+        str(people["bob"].pk): {
+            "email": "bob@acme.test",
+            "upn": "bob@acme.test",
+            "slackUserId": "U0BOB",
+        },
     }
     # The list never carries the delivery view, whoever asks.
     rows = clarify_client.get("/v1/clarifications").json()["results"]
@@ -282,10 +287,12 @@ def test_evidence_classes_on_query_records(submit, clients, answer):
         "txFrom",
         "txTo",
         "confidence",
+        "source",
         "provenance",
         "evidenceClass",
         "pendingClarification",
     }
+    assert set(by_node[human.node_id]["source"]) == {"system", "externalId", "title"}
     assert set(by_node[human.node_id]["provenance"]) == {
         "sourceVersionTx",
         "spans",

@@ -3,7 +3,8 @@ txAt, history, and the read restriction to sources the caller may read."""
 
 import pytest
 from django.core.signals import request_started
-from django.db import reset_queries
+from django.db import connection, reset_queries
+from django.test.utils import CaptureQueriesContext
 
 from telha.common.times import now_us
 from telha.graph.models import Node, NodeVersion, Source
@@ -24,10 +25,12 @@ RECORD_KEYS = {
     "txFrom",
     "txTo",
     "confidence",
+    "source",
     "provenance",
     "evidenceClass",
     "pendingClarification",
 }
+SOURCE_KEYS = {"system", "externalId", "title"}
 PROVENANCE_KEYS = {"sourceVersionTx", "spans", "clarification"}
 PENDING_KEYS = {
     "id",
@@ -47,6 +50,8 @@ def submit(client, payload):
 
 def assert_record_shape(record):
     assert set(record) == RECORD_KEYS
+    if record["source"] is not None:
+        assert set(record["source"]) == SOURCE_KEYS
     assert set(record["provenance"]) == PROVENANCE_KEYS
     if record["pendingClarification"] is not None:
         assert set(record["pendingClarification"]) == PENDING_KEYS
@@ -74,6 +79,11 @@ def test_node_record_shape_for_a_pending_best_guess(ingest_client):
         "txFrom": node["versionTx"],
         "txTo": None,
         "confidence": 0.45,
+        "source": {
+            "system": "sharepoint",
+            "externalId": "contracts/msa.docx",
+            "title": "Master services agreement",
+        },
         "provenance": {
             "sourceVersionTx": body["sourceVersionTx"],
             "spans": [{"start": span["start"], "end": span["end"]}],
@@ -113,6 +123,7 @@ def test_node_record_shape_for_a_confirmed_fact(ingest_client):
         "txFrom": node["versionTx"],
         "txTo": None,
         "confidence": 1.0,
+        "source": {"system": "notes", "externalId": "notes/plain.md", "title": ""},
         "provenance": {
             "sourceVersionTx": body["sourceVersionTx"],
             "spans": [],
@@ -448,3 +459,102 @@ def test_a_steward_key_with_viewer_role_is_restricted(restricted, workspace, peo
     client = client_for(secret)
     assert client.get(f"/v1/nodes/{restricted['nobody']}").status_code == 404
     assert client.get(f"/v1/nodes/{restricted['legal']}").status_code == 200
+
+
+# --- where a record comes from (issue 30 item 8) ---
+
+
+def test_records_say_which_document_they_come_from(ingest_client, person_client):
+    body = submit(ingest_client, submission_payload())
+    fact, person = body["nodes"][0]["id"], body["nodes"][1]["id"]
+    msa = {
+        "system": "sharepoint",
+        "externalId": "contracts/msa.docx",
+        "title": "Master services agreement",
+    }
+    alice = person_client("alice")  # legal: may read the contract
+    assert alice.get(f"/v1/nodes/{fact}").json()["source"] == msa
+    query = alice.post("/v1/query", {"text": "agreement"}, format="json").json()["records"]
+    assert [(r["id"], r["source"]) for r in query] == [(fact, msa)]
+    history = alice.get(f"/v1/nodes/{fact}/history").json()["records"]
+    assert [r["source"] for r in history] == [msa]
+    # A known person's node: no document stands behind it.
+    record = alice.get(f"/v1/nodes/{person}").json()
+    assert_record_shape(record)
+    assert record["source"] is None
+    # A renamed document: its records say the title it has now.
+    submit(ingest_client, submission_payload(source_title="MSA (signed)"))
+    assert alice.get(f"/v1/nodes/{fact}").json()["source"]["title"] == "MSA (signed)"
+
+
+def test_a_person_node_a_document_named_says_that_document(ingest_client):
+    payload = fact_payload(external_id="notes/who.md")
+    payload["nodes"].append(
+        {"ref": 1, "labels": ["PERSON"], "properties": {"email": "nobody-yet@acme.test"}}
+    )
+    payload["edges"] = [{"type": "AUTHORED_BY", "from": 0, "to": 1}]
+    body = submit(ingest_client, payload)
+    record = ingest_client.get(f"/v1/nodes/{body['nodes'][1]['id']}").json()
+    assert record["source"] == {"system": "notes", "externalId": "notes/who.md", "title": ""}
+
+
+def _queries_of(call) -> tuple[int, list]:
+    """How many statements `call()` (one request) runs, and its records."""
+    request_started.disconnect(reset_queries)  # Django empties the log as a request starts
+    try:
+        with CaptureQueriesContext(connection) as ctx:
+            response = call()
+    finally:
+        request_started.connect(reset_queries)
+    assert response.status_code == 200, response.json()
+    return len(ctx.captured_queries), response.json()["records"]
+
+
+def test_the_queries_do_not_grow_with_the_records(ingest_client, workspace):
+    """The sources (and the pending caveats) are read once for all the records, by
+    `POST /v1/query` over many nodes and by the history of a long-lived node."""
+    source = Source.objects.create(
+        tenant=workspace, system="bulk", external_id="many", title="Many facts"
+    )
+
+    def facts(count: int) -> tuple[int, list]:
+        Node.objects.filter(tenant=workspace).delete()
+        for i in range(count):
+            node = Node.objects.create(tenant=workspace, source=source, key=f"k{i}")
+            NodeVersion.objects.create(node=node, seq=1, labels=["BULK"], tx_from=1)
+        return _queries_of(
+            lambda: ingest_client.post("/v1/query", {"labels": ["BULK"]}, format="json")
+        )
+
+    def history(count: int) -> tuple[int, list]:
+        node = Node.objects.create(tenant=workspace, source=source, key=f"h{count}")
+        for i in range(count):
+            NodeVersion.objects.create(
+                node=node,
+                seq=i + 1,
+                labels=["BULK"],
+                tx_from=i + 1,
+                tx_to=i + 2 if i + 1 < count else None,
+            )
+        return _queries_of(lambda: ingest_client.get(f"/v1/nodes/{node.pk}/history"))
+
+    for read in (facts, history):
+        few, few_records = read(3)
+        many, many_records = read(30)
+        assert (len(few_records), len(many_records)) == (3, 30)
+        assert {r["source"]["title"] for r in many_records} == {"Many facts"}
+        assert few == many, read.__name__
+
+
+def test_the_openapi_schema_describes_the_records_source(client):
+    schema = client.get("/v1/schema/", {"format": "json"}).json()["components"]["schemas"]
+    source = schema["Record"]["properties"]["source"]
+    assert source.get("nullable") is True or {"type": "null"} in source.get("oneOf", [])
+    ref = next(
+        (s["$ref"] for s in source.get("allOf", source.get("oneOf", [])) if "$ref" in s),
+        source.get("$ref"),
+    )
+    fields = schema[ref.rsplit("/", 1)[-1]]
+    assert set(fields["properties"]) == {"system", "externalId", "title"}
+    assert set(fields["required"]) == {"system", "externalId", "title"}
+    assert "source" in schema["Record"]["required"]

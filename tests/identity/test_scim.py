@@ -6,7 +6,7 @@ re-resolving the tenant's source ACLs as a workspace load does."""
 from typing import Any
 
 import pytest
-from django.contrib.auth import get_user_model
+from django.contrib.auth import authenticate, get_user_model
 
 from identity.models import ProvisionedUser
 from telha.tenancy.models import Person, PersonAlias, Tenant, TenantGroup
@@ -101,8 +101,14 @@ def test_a_created_user_is_a_person_with_aliases_role_and_sign_in_name(scim, wor
         "Nora Newcomer",
         "editor",
     )
-    assert person.user.username == "nora@corp.acme.test"  # userName: the sign-in name
+    # The Django user is named by the person's id; userName and email are sign-in names
+    # within the tenant (identity.backends).
+    assert person.user.username == str(person.pk)
     assert not person.user.has_usable_password() and not person.user.is_staff
+    person.user.set_password("nora-pass-1")
+    person.user.save()
+    for name in ("Nora@Corp.Acme.Test", "nora@acme.test"):
+        assert authenticate(username=name, password="nora-pass-1", tenant="acme") == person.user
     assert aliases(person) == {
         "email": "nora@acme.test",
         "upn": "nora@corp.acme.test",
@@ -448,16 +454,22 @@ def test_test_domains_are_accepted_only_with_the_setting(monkeypatch, scim):
     assert scim.post("Users", NORA).status_code == 201
 
 
-def test_a_user_name_of_another_tenant_is_a_409_that_does_not_name_it(scim, people):
-    workspace_load(
-        data={"tenant": "globex", "people": [{"name": "Gus", "email": "gus@globex.test"}]}
-    )
+def test_a_user_name_taken_in_this_tenant_is_a_409_and_nothing_is_written(scim, people):
+    doc = create(scim, NORA)
     before = everything()
-    elsewhere = scim.post("Users", {**NORA, "userName": "gus@globex.test"})
-    here = scim.post("Users", {**NORA, "userName": people["olga"].user.username})
-    for response in (elsewhere, here):
+    taken = [
+        scim.post("Users", {**NORA, "emails": [{"value": "nora2@acme.test"}]}),
+        scim.post(
+            "Users", {**NORA, "userName": "OLGA@acme.test", "emails": [{"value": "x@acme.test"}]}
+        ),
+        scim.put(f"Users/{people['olga'].pk}", {**NORA, "emails": [{"value": "o@acme.test"}]}),
+        scim.patch(
+            f"Users/{doc['id']}", {"op": "replace", "path": "userName", "value": "olga@acme.test"}
+        ),
+    ]
+    for response in taken:
         assert_scim_error(response, 409, "uniqueness")
-        assert "not available" in response.json()["detail"]
-        assert "globex" not in response.json()["detail"].replace("gus@globex.test", "")
-        assert "tenant" not in response.json()["detail"]
+        assert "already belongs to another user" in response.json()["detail"]
     assert everything() == before
+    assert aliases(people["olga"])["upn"] == "olga@acme.test"
+    assert aliases(Person.objects.get(pk=doc["id"]))["upn"] == "nora@corp.acme.test"

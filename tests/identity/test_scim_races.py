@@ -1,4 +1,5 @@
-"""Concurrent SCIM PATCHes of one resource (PostgreSQL only): each keeps the other's change.
+"""Concurrent SCIM requests (PostgreSQL only). PATCHes of one resource: each keeps the
+other's change. Creates of one userName: a race within a tenant only.
 
 One PATCH (the "paused" one) stops right after it read the resource it patches, until the
 other has either finished or is waiting on a row lock. Without a lock the other finishes
@@ -12,13 +13,15 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.db import connection
 
 import identity.scim
-from telha.tenancy.models import Person, TenantGroup
+import identity.services
+from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
 from telha.tenancy.services import api_key_create
 
-from .conftest import Scim
+from .conftest import Scim, user_body
 
 pytestmark = [
     pytest.mark.postgres,
@@ -128,3 +131,79 @@ def test_deactivation_racing_a_rename_keeps_both(monkeypatch, workspace, people,
     assert olga.name == "Olga Renamed"
     assert olga.deactivated_at is not None
     assert olga.user.is_active is False
+
+
+def _create_at_once(monkeypatch, calls: list[tuple[str, dict[str, Any]]]) -> list[Any]:
+    """Each `(secret, body)` POSTed to /Users from its own thread, every request held just
+    after its uniqueness check (at `person_upsert`) until all have passed theirs: the
+    database's constraints, not the check, decide."""
+    checked = threading.Barrier(len(calls))
+    upsert = identity.services.person_upsert
+
+    def held(**kwargs: Any) -> Any:
+        checked.wait(timeout=60)
+        return upsert(**kwargs)
+
+    monkeypatch.setattr(identity.services, "person_upsert", held)
+    responses: list[Any] = [None] * len(calls)
+    errors: list[BaseException] = []
+
+    def work(i: int, secret: str, body: dict[str, Any]) -> None:
+        try:
+            responses[i] = Scim(secret).post("Users", body)
+        except BaseException as exc:  # reported by the test thread
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=work, args=(i, *call)) for i, call in enumerate(calls)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=120)
+    assert not errors, errors
+    return responses
+
+
+def _body(user_name: str, email: str) -> dict[str, Any]:
+    return user_body(user_name, emails=[{"value": email, "primary": True}])
+
+
+def test_two_tenants_creating_one_user_name_at_once_both_succeed(monkeypatch, workspace):
+    """Issue 28 item 2: no installation-wide name to race for."""
+    other = Tenant.objects.create(slug="globex", name="Globex")
+    calls = [
+        (api_key_create(tenant=tenant, audience="scim")[1], _body("kim@corp.test", "kim@corp.test"))
+        for tenant in (workspace, other)
+    ]
+    responses = _create_at_once(monkeypatch, calls)
+    assert [r.status_code for r in responses] == [201, 201], [r.content for r in responses]
+    held = PersonAlias.objects.filter(kind=AliasKind.UPN, value="kim@corp.test")
+    assert sorted(held.values_list("tenant__slug", flat=True)) == ["acme", "globex"]
+
+
+def test_one_tenant_creating_one_user_name_twice_at_once_gets_one_person(monkeypatch, workspace):
+    """Both requests pass the check; the per-tenant constraint (`alias_unique_value`) lets
+    one person hold the name and answers the other 409, with nothing of it written."""
+    secret = api_key_create(tenant=workspace, audience="scim")[1]
+    before = Person.objects.count(), get_user_model().objects.count()
+    responses = _create_at_once(
+        monkeypatch,
+        [
+            (secret, _body("kim@corp.test", "kim@acme.test")),
+            (secret, _body("kim@corp.test", "k@acme.test")),
+        ],
+    )
+    assert sorted(r.status_code for r in responses) == [201, 409], [r.content for r in responses]
+    loser = next(r for r in responses if r.status_code == 409)
+    assert loser.json()["scimType"] == "uniqueness"
+    assert (
+        PersonAlias.objects.filter(
+            tenant=workspace, kind=AliasKind.UPN, value="kim@corp.test"
+        ).count()
+        == 1
+    )
+    assert (Person.objects.count(), get_user_model().objects.count()) == (
+        before[0] + 1,
+        before[1] + 1,
+    )

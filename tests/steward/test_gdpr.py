@@ -418,7 +418,8 @@ def test_clarify_gdpr_tombstone_extension(
         out = cli("gdpr_erase", "--tenant", "acme", "--person", "alice@acme.test", "--json")
     # A and B asked her; C's audit trail names her (the tap she forwarded).
     assert out["clarifications"] == 3 and out["jobs"] >= 2 and out["deliveries"] == 2
-    assert out["aliases"] == 4 and out["chatIdentities"] == 1
+    # Her email, upn (her userName, the email), Slack and Teams ids and Entra object id.
+    assert out["aliases"] == 5 and out["chatIdentities"] == 1
     assert out["sourceTexts"] == 2 and out["documents"] == 1 and out["factVersions"] >= 1
     assert not TeamsConversation.objects.filter(person_id=alice_id).exists()
     # Her mentions in stored text are redacted: a source text bar for bar (offsets, and

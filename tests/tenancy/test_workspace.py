@@ -5,7 +5,7 @@ import json
 from io import StringIO
 
 import pytest
-from django.contrib.auth import get_user_model
+from django.contrib.auth import authenticate, get_user_model
 from django.contrib.auth.models import Group
 from django.core.management import call_command
 from django.core.management.base import CommandError
@@ -64,11 +64,13 @@ def test_load_creates_people_users_groups_and_aliases():
     assert sorted(result.groups) == ["finance", "legal"]
     alice = Person.objects.get(tenant=tenant, email="alice@acme.test")
     assert alice.role == "editor"
-    assert alice.user.username == "alice@acme.test" == alice.user.email
+    assert alice.user.username == str(alice.pk) and alice.user.email == "alice@acme.test"
+    assert alice.user.first_name == "Alice Author"  # the admin greets her by name
     assert sorted(g.name for g in alice.groups.all()) == ["legal"]
     assert sorted(g.name for g in alice.user.groups.all()) == ["acme:legal"]
     assert dict(alice.aliases.values_list("kind", "value")) == {
         AliasKind.EMAIL: "alice@acme.test",
+        AliasKind.UPN: "alice@acme.test",  # her SCIM userName: the email, as none is given
         AliasKind.SLACK_USER_ID: "U0ALICE",
         AliasKind.AAD_OID: "oid-alice",
     }
@@ -76,11 +78,13 @@ def test_load_creates_people_users_groups_and_aliases():
     assert sorted(g.name for g in sam.groups.all()) == ["finance", "legal"]
 
 
-def test_every_user_name_is_the_email():
+def test_every_user_is_named_by_the_person_and_signs_in_by_email():
     tenant = workspace_load(data=WORKSPACE).tenant
     for person in Person.objects.filter(tenant=tenant).select_related("user"):
         assert person.user is not None
-        assert person.user.username == person.email
+        assert person.user.username == str(person.pk) and person.user.email == person.email
+    sam = Person.objects.get(tenant=tenant, email="sam@acme.test")
+    assert authenticate(username="Sam@Acme.test", password="steward-pass-1") == sam.user
 
 
 def test_sign_in_disabled_without_password_and_only_stewards_are_staff():
@@ -108,14 +112,14 @@ def test_password_gives_a_non_steward_sign_in_but_not_staff():
 def test_load_twice_is_idempotent():
     first = workspace_load(data=WORKSPACE)
     before_counts, before_state = counts(), state_of(first.tenant)
-    sam_hash = User.objects.get(username="sam@acme.test").password
+    sam_hash = User.objects.get(email="sam@acme.test").password
     second = workspace_load(data=copy.deepcopy(WORKSPACE))
     assert second.tenant.pk == first.tenant.pk
     assert second.created_people == 0 and second.updated_people == 5
     assert counts() == before_counts
     assert state_of(second.tenant) == before_state
     # the password was not re-hashed (same salt), so sessions stay valid
-    assert User.objects.get(username="sam@acme.test").password == sam_hash
+    assert User.objects.get(email="sam@acme.test").password == sam_hash
 
 
 def test_reload_applies_changes_and_removes_dropped_memberships_and_aliases():
@@ -138,6 +142,7 @@ def test_reload_applies_changes_and_removes_dropped_memberships_and_aliases():
     assert [g.name for g in p.user.groups.all()] == ["acme:finance"]
     assert dict(p.aliases.values_list("kind", "value")) == {
         AliasKind.EMAIL: "alice@acme.test",
+        AliasKind.UPN: "alice@acme.test",  # kept: a file naming no upn keeps the one she has
         AliasKind.SLACK_USER_ID: "U0ALICE2",
     }
     s = Person.objects.select_related("user").get(tenant=tenant, email="sam@acme.test")
@@ -315,17 +320,31 @@ def test_alias_owned_by_someone_already_loaded_is_refused_without_writes():
     assert state_of(tenant) == before_state
 
 
-def test_email_of_another_tenants_person_is_refused_without_writes():
+def test_the_email_of_another_tenants_person_is_this_tenants_own():
+    """A tenant's names are its own: the same email (and so the same userName) is a
+    different person, with a different user, in another tenant; neither load touches the
+    other tenant's person."""
     workspace_load(data=WORKSPACE)
-    before = counts()
+    acme_alice = Person.objects.select_related("user").get(
+        tenant__slug="acme", email="alice@acme.test"
+    )
+    before = state_of(acme_alice.tenant)
     data = {
         "tenant": "globex",
-        "people": [{"name": "Alice Elsewhere", "email": "alice@acme.test"}],
+        "people": [{"name": "Alice Elsewhere", "email": "alice@acme.test", "role": "steward"}],
     }
-    with pytest.raises(WorkspaceInvalid):
-        workspace_load(data=data)
-    assert counts() == before
-    assert not Tenant.objects.filter(slug="globex").exists()
+    result = workspace_load(data=data)
+    assert result.created_people == 1
+    globex_alice = Person.objects.select_related("user").get(tenant=result.tenant)
+    assert globex_alice.pk != acme_alice.pk and globex_alice.user_id != acme_alice.user_id
+    assert dict(globex_alice.aliases.values_list("kind", "value")) == {
+        AliasKind.EMAIL: "alice@acme.test",
+        AliasKind.UPN: "alice@acme.test",
+    }
+    assert globex_alice.user.is_staff
+    workspace_load(data=copy.deepcopy(WORKSPACE))
+    assert state_of(acme_alice.tenant) == before
+    assert state_of(result.tenant)["people"]["alice@acme.test"]["role"] == "steward"
 
 
 # --- the command ---

@@ -4,7 +4,7 @@ from typing import Any
 
 from rest_framework import serializers
 
-from telha.common.fields import MicrosField, StrictSerializer
+from telha.common.fields import MicrosField, StrictSerializer, with_field
 
 QUERY_LIMIT_DEFAULT = 100
 QUERY_LIMIT_MAX = 1000
@@ -67,6 +67,12 @@ class ProvenanceSerializer(serializers.Serializer[Any]):
     clarification = serializers.UUIDField(allow_null=True)
 
 
+class RecordSourceSerializer(serializers.Serializer[Any]):
+    system = serializers.CharField(help_text="the source system, e.g. `sharepoint`")
+    externalId = serializers.CharField(help_text="the document's id in that system")
+    title = serializers.CharField(allow_blank=True, help_text="the document's title")
+
+
 class RecordSerializer(serializers.Serializer[Any]):
     id = serializers.UUIDField()
     labels = serializers.ListField(child=serializers.CharField())
@@ -79,6 +85,14 @@ class RecordSerializer(serializers.Serializer[Any]):
     provenance = ProvenanceSerializer()
     evidenceClass = serializers.CharField()
     pendingClarification = PendingClarificationSerializer(allow_null=True)
+
+    def get_fields(self) -> dict[str, serializers.Field[Any, Any, Any, Any]]:
+        source = RecordSourceSerializer(
+            allow_null=True,
+            help_text="the document the fact comes from; null for a node no document "
+            "stands behind (a known person's)",
+        )
+        return with_field(super().get_fields(), "source", source, after="confidence")
 
 
 class RecordsSerializer(serializers.Serializer[Any]):
