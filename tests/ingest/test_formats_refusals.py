@@ -19,6 +19,7 @@ from telha.graph.models import Edge, Node, Source, SourceVersion
 from telha.ingest.detection.build import FileInput
 from telha.ingest.documents import ingest_file
 from telha.ingest.formats import LIMITS, pdf, sniff
+from telha.ingest.models import Document
 from telha.jobs.models import Job, JobStatus
 
 from .docgen import docx_file, encrypted_pdf, html_file, msg_file, pdf_file, xlsx_file
@@ -185,7 +186,6 @@ def test_a_file_the_job_refuses_leaves_only_the_refusal_record(
     written to the graph; the Document row is the refusal record, with the reason, and
     the job (`telha jobs ls`) and the admin's document list say it."""
     from telha.ingest import formats
-    from telha.ingest.models import Document
 
     monkeypatch.setattr(formats, "LIMITS", dataclasses.replace(LIMITS, text_chars=20))
     before = graph_counts()
@@ -267,7 +267,10 @@ def test_every_format_uploads_and_the_job_extracts_it(ingest_client, settings):
     run_ingest_worker()
     jobs = Job.objects.filter(kind="ingest:document")
     assert {j.status for j in jobs} == {JobStatus.DONE}, [j.last_error for j in jobs]
-    texts = {v.source.external_id: v.text for v in SourceVersion.objects.select_related("source")}
+    names = dict(Document.objects.values_list("external_id", "filename"))
+    texts = {
+        names[v.source.external_id]: v.text for v in SourceVersion.objects.select_related("source")
+    }
     assert set(texts) == set(UPLOADS)
     assert texts["policy.html"] == "Signed 1 June and countersigned 3 July 2026."
     assert texts["register.xlsx"].startswith("# sheet: S\n")

@@ -20,9 +20,18 @@ UnsupportedFile = (
 
 @dataclass(frozen=True)
 class FileInput:
-    name: str  # relative path: the source's externalId
+    """One file to detect: `name` picks its reader (by suffix) and is the title when the
+    file states none; `external_id` is its source's identity (default: `name`)."""
+
+    name: str
     data: bytes
     modified: datetime | None = None
+    external_id: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """The source's externalId."""
+        return self.external_id or self.name
 
 
 def detect(file: FileInput, *, people_by_name: dict[str, str] | None = None) -> Detection:
