@@ -16,10 +16,19 @@ from django.db import transaction
 from telha.jobs.services import job_enqueue
 from telha.tenancy.models import Tenant
 
+from .formats import SUPPORTED, suffix_of
 from .models import Document
 
 INGEST_DOCUMENT_KIND = "ingest:document"
 UPLOAD_SYSTEM = "upload"  # the source system of uploaded documents
+
+
+def stored_name_for(document: Document) -> str:
+    """The name an upload is stored under (in `documents/YYYY/MM/`): the document's id and
+    the uploaded name's suffix, never the uploaded name, which may name a person (it is
+    kept on the document, where the erasure finds it)."""
+    suffix = suffix_of(document.filename)
+    return f"{document.pk}{suffix if suffix in SUPPORTED else ''}"
 
 
 @transaction.atomic
@@ -47,7 +56,7 @@ def document_upload(
         uploaded_by=uploaded_by[:200],
     )
     document.external_id = (external_id or "")[:500] or str(document.pk)
-    document.file.save(filename[:100], content, save=False)
+    document.file.save(stored_name_for(document), content, save=False)
     document.save()
     job = job_enqueue(
         tenant=tenant,
