@@ -39,10 +39,11 @@ run: venv
 test: venv
 	$(BIN)/python -m pytest -n $(TEST_WORKERS) --dist loadfile $(PYTEST_ARGS)
 
-## The schemathesis run of tests/test_fuzz_api.py, deeper: 500 examples per operation and
-## kind of caller (`make test` runs 25, derandomized). FUZZ_EXAMPLES=N to choose.
+## The fuzz tests, deeper: tests/test_fuzz_api.py (schemathesis: 500 examples per operation
+## and kind of caller) and tests/test_fuzz_surfaces.py (SCIM, uploads, hooks, unknown paths:
+## 500 per test); `make test` runs 25, derandomized. FUZZ_EXAMPLES=N to choose.
 fuzz: venv
-	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-500} $(BIN)/python -m pytest tests/test_fuzz_api.py -p no:cacheprovider $(PYTEST_ARGS)
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-500} $(BIN)/python -m pytest tests/test_fuzz_api.py tests/test_fuzz_surfaces.py -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -29,7 +29,7 @@ from .services import submissions_apply
 
 # Bump when detection or to_submission changes what the same file yields: every file is
 # then detected again on the next run.
-DETECTION_VERSION = "1"
+DETECTION_VERSION = "2"  # 2: a lone "\r" in a text file is a line break
 
 
 @dataclass(frozen=True)

@@ -145,6 +145,7 @@ def test_json_output(workspace, docs):
     assert list(by_file) == sorted(f"docs/{name}" for name in SUPPORTED_FILES)
     assert by_file["docs/contracts/msa.md"] == {
         "file": "docs/contracts/msa.md",
+        "externalId": "docs/contracts/msa.md",
         "facts": 2,
         "ambiguities": {"conflicting_dates": 1},
         "opened": 1,
