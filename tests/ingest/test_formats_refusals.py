@@ -3,17 +3,22 @@
 summary and `--json` `errors` — and the rest of a folder is still ingested. Then every
 format uploads (202) and the detection job, not the request, extracts it."""
 
+import contextlib
 import dataclasses
 import io
 import json
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import msoffcrypto.format.ooxml
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
+from pypdf import PdfReader
 
 from telha.graph.models import Edge, Node, Source, SourceVersion
 from telha.ingest.detection.build import FileInput
@@ -22,7 +27,15 @@ from telha.ingest.formats import LIMITS, pdf, sniff
 from telha.ingest.models import Document
 from telha.jobs.models import Job, JobStatus
 
-from .docgen import docx_file, encrypted_pdf, html_file, msg_file, pdf_file, xlsx_file
+from .docgen import (
+    docx_file,
+    encrypted_pdf,
+    html_file,
+    msg_file,
+    pdf_file,
+    self_repeating_pdf,
+    xlsx_file,
+)
 from .test_documents_api import media, run_ingest_worker, upload, written  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -131,6 +144,82 @@ def test_too_many_pages_is_413(ingest_client, monkeypatch):
         "detail": "too large: 3 pages (limit 2)",
     }
     assert written() == before
+
+
+@contextlib.contextmanager
+def pdf_work() -> Iterator[dict[str, int]]:
+    """How many PDF objects pypdf resolves and page-tree nodes it visits meanwhile: the
+    work a PDF costs, counted rather than timed (time is for bench/)."""
+    seen = {"objects": 0, "tree": 0}
+    resolve, flatten_next = PdfReader.get_object, PdfReader._pop_next_page_tree_kid
+
+    def counted_resolve(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["objects"] += 1
+        return resolve(self, *args, **kwargs)
+
+    def counted_next(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["tree"] += 1
+        return flatten_next(self, *args, **kwargs)
+
+    with (
+        mock.patch.object(PdfReader, "get_object", counted_resolve),
+        mock.patch.object(PdfReader, "_pop_next_page_tree_kid", counted_next),
+    ):
+        yield seen
+
+
+def test_a_self_repeating_page_tree_costs_the_request_a_few_objects(ingest_client):
+    """2.4 KB whose page tree lists each node twice, 22 deep (4 million pages): walking it
+    to count the pages took 1-3 s of a web worker. The request reads the count the tree's
+    root declares — a few objects, the tree never walked — and refuses it."""
+    data = self_repeating_pdf(22)
+    assert len(data) < 2600
+    before = written()
+    with pdf_work() as work:
+        response = upload(ingest_client, name="loop.pdf", data=data)
+    assert response.status_code == 413
+    assert response.json() == {
+        "code": "PAYLOAD_TOO_LARGE",
+        "detail": "too large: 4194304 pages (limit 500)",
+    }
+    assert work["tree"] == 0 and work["objects"] <= 5, work
+    assert written() == before
+
+
+def test_a_self_repeating_page_tree_that_hides_its_size_is_refused_by_the_job_in_bounds(
+    ingest_client, settings
+):
+    """The same tree declaring one page: the request accepts it after reading a few
+    objects; the job walks the tree within pypdf's page-tree bound (2 x the page limit +
+    64 nodes, not pypdf's default 100,000) and refuses it, writing nothing."""
+    data = self_repeating_pdf(22, declared=1)
+    with pdf_work() as work:
+        response = upload(ingest_client, name="loop.pdf", data=data)
+    assert response.status_code == 202
+    assert work["tree"] == 0 and work["objects"] <= 5, work
+    before = graph_counts()
+    with pdf_work() as work:
+        assert run_ingest_worker() == 1
+    entries = 2 * LIMITS.pages + 64
+    assert work["tree"] <= entries + 64, work
+    job = Job.objects.get(pk=response.json()["jobId"])
+    assert job.status == JobStatus.DEAD
+    assert job.last_error == f"INGEST_FAILED: too large: the page tree has over {entries} entries"
+    assert graph_counts() == before
+    assert Document.objects.get().refused.startswith("too large: the page tree")
+
+
+def test_a_folder_with_a_self_repeating_page_tree_ingests_the_rest(workspace, tmp_path):
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "good.docx").write_bytes(GOOD_DOCX)
+    (folder / "loop.pdf").write_bytes(self_repeating_pdf(22, declared=1))
+    out = io.StringIO()
+    call_command("ingest", str(folder), "--tenant", "acme", "--json", stdout=out)
+    data = json.loads(out.getvalue())
+    [error] = data["errors"]
+    assert error["error"].startswith("too large: the page tree has over ")
+    assert list(Source.objects.values_list("external_id", flat=True)) == ["inbox/good.docx"]
 
 
 def test_too_much_uncompressed_is_413(ingest_client, monkeypatch):
