@@ -72,7 +72,16 @@ def _throughput(root: Path) -> dict[str, Any]:
     bodies = _bodies(DOCS)
     _write(root / "warm-up", "md", _bodies(WARM_UP))  # first-use imports and caches
     with open(os.devnull, "w") as sink:
-        call_command("ingest", str(root / "warm-up"), "--tenant", "bench", stdout=sink, stderr=sink)
+        call_command(
+            "ingest",
+            str(root / "warm-up"),
+            "--tenant",
+            "bench",
+            "--root",
+            str(root),
+            stdout=sink,
+            stderr=sink,
+        )
     for fmt in ("md", "pdf", "docx"):
         folder = root / fmt
         _write(folder, fmt, bodies)
@@ -81,7 +90,15 @@ def _throughput(root: Path) -> dict[str, Any]:
         started = time.perf_counter()
         with open(out_path, "w") as out, open(os.devnull, "w") as err:
             call_command(
-                "ingest", str(folder), "--tenant", "bench", "--json", stdout=out, stderr=err
+                "ingest",
+                str(folder),
+                "--tenant",
+                "bench",
+                "--root",
+                str(root),
+                "--json",
+                stdout=out,
+                stderr=err,
             )
         seconds = time.perf_counter() - started
         summary = json.loads(out_path.read_text())

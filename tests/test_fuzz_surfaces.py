@@ -393,7 +393,9 @@ def test_fuzz_a_folder_ingest_refuses_per_file(workspace):
                     written.add(path.name)
             out = io.StringIO()
             try:
-                call_command("ingest", str(folder), "--tenant", "acme", "--json", stdout=out)
+                call_command(
+                    "ingest", str(folder), "--tenant", "acme", "--root", tmp, "--json", stdout=out
+                )
             except Exception as exc:  # only "no file could be ingested" may end the run
                 assert "INGEST_FAILED: no file could be ingested" in str(exc), exc
                 return

@@ -338,7 +338,9 @@ def test_an_empty_file_in_a_folder_is_refused_and_the_rest_ingested(workspace, t
         (folder / name).write_bytes(b"")
     (folder / "d-signed.md").write_text("Signed on 12 June 2026 and countersigned 19 June 2026.\n")
     out = StringIO()
-    call_command("ingest", str(folder), "--tenant", "acme", "--json", stdout=out)
+    call_command(
+        "ingest", str(folder), "--tenant", "acme", "--root", str(tmp_path), "--json", stdout=out
+    )
     data = json.loads(out.getvalue())
     assert data["files"] == 4
     assert {e["error"] for e in data["errors"]} == {"corrupt: the file is empty"}
@@ -372,7 +374,9 @@ def test_csv_the_csv_module_cannot_read_is_refused_per_file(workspace, tmp_path,
 
     monkeypatch.setattr(build, "detect_text", buggy)
     out = StringIO()
-    call_command("ingest", str(folder), "--tenant", "acme", "--json", stdout=out)
+    call_command(
+        "ingest", str(folder), "--tenant", "acme", "--root", str(tmp_path), "--json", stdout=out
+    )
     data = json.loads(out.getvalue())
     errors = {e["file"].rsplit("/", 1)[-1]: e["error"] for e in data["errors"]}
     assert errors == {

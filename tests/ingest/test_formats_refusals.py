@@ -215,7 +215,9 @@ def test_a_folder_with_a_self_repeating_page_tree_ingests_the_rest(workspace, tm
     (folder / "good.docx").write_bytes(GOOD_DOCX)
     (folder / "loop.pdf").write_bytes(self_repeating_pdf(22, declared=1))
     out = io.StringIO()
-    call_command("ingest", str(folder), "--tenant", "acme", "--json", stdout=out)
+    call_command(
+        "ingest", str(folder), "--tenant", "acme", "--root", str(tmp_path), "--json", stdout=out
+    )
     data = json.loads(out.getvalue())
     [error] = data["errors"]
     assert error["error"].startswith("too large: the page tree has over ")
@@ -294,8 +296,9 @@ def test_a_file_the_job_refuses_leaves_only_the_refusal_record(
     assert f"Refused: {reason}" in page
 
 
-def test_a_folder_reports_each_refused_file_and_ingests_the_rest(workspace, tmp_path):
-    folder = tmp_path / "inbox"
+def test_a_folder_reports_each_refused_file_and_ingests_the_rest(workspace, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the root: files are named and identified as inbox/…
+    folder = Path("inbox")
     folder.mkdir()
     (folder / "good.docx").write_bytes(GOOD_DOCX)
     for name, make, *_ in REFUSALS:
@@ -319,7 +322,7 @@ def test_a_folder_reports_each_refused_file_and_ingests_the_rest(workspace, tmp_
         "acme",
         stdout=table,
     )
-    assert "  ! locked.pdf: encrypted: the PDF needs a password to open" in table.getvalue()
+    assert "  ! inbox/locked.pdf: encrypted: the PDF needs a password to open" in table.getvalue()
 
 
 def test_a_refused_file_writes_nothing_through_ingest_file(workspace):
