@@ -29,7 +29,7 @@ def documents_scrub(
     principals: set[str],
 ) -> int:
     """Uploads: ACL principals naming the person dropped; their mentions erased from the
-    uploaded name, title and uploader mark — an uploaded name that still names them in a
+    uploaded name, title, uploader mark and source id — an uploaded name that still names them in a
     file name's form (`YaraQuint.pdf`) replaced whole by a neutral one (`erased.pdf`), in
     its copies too (the job's result, the source's title); the stored file rewritten with
     their mentions erased when its content names them, and moved to a neutral name when
@@ -42,7 +42,9 @@ def documents_scrub(
         acl = [p for p in acl if not subject.pattern.search(p)]
         if acl != doc.acl:
             fields["acl"] = acl
-        for name in ("title", "uploaded_by"):
+        # The source id too (an uploader's own, naming them), when the source's renaming
+        # (`upload_sources_renamed`) has not already carried it over.
+        for name in ("title", "uploaded_by", "external_id"):
             value = subject.text(getattr(doc, name))
             if value != getattr(doc, name):
                 fields[name] = value

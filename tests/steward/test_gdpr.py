@@ -541,6 +541,45 @@ def test_clarify_gdpr_tombstone_extension(
     assert SPAN_TEXT in Clarification.objects.get(pk=b.pk).source_version.text
 
 
+def test_an_uploads_source_id_naming_the_person_is_erased_on_both_sides(people, settings, tmp_path):
+    """An uploader's own source id naming her: on the source its job wrote and on the
+    document, kept the same (the admin's text view and a later version still find it);
+    on a document whose job has not run yet, on the document alone."""
+    from unittest import mock
+
+    from telha.graph.models import Source
+    from telha.jobs.tasks import work
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    workspace = people["alice"].tenant
+    applied = document_upload(
+        tenant=workspace,
+        filename="cv.md",
+        content=ContentFile(b"Signed on 12 June 2026.\n"),
+        size=24,
+        external_id="people/alice-author/cv",
+    )
+    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+        assert work("ingest:document", max_seconds=5) == 1
+    waiting = document_upload(
+        tenant=workspace,
+        filename="notes.md",
+        content=ContentFile(b"Notes.\n"),
+        size=7,
+        external_id="people/alice-author/notes",
+    )
+    assert Source.objects.get(system="upload").external_id == "people/alice-author/cv"
+
+    cli("gdpr_erase", "--tenant", "acme", "--person", "alice@acme.test")
+
+    applied.refresh_from_db()
+    waiting.refresh_from_db()
+    source = Source.objects.get(system="upload")
+    assert source.external_id == applied.external_id == "people/erased/cv"
+    assert applied.source_version.source == source
+    assert waiting.external_id == "people/erased/notes"
+
+
 def test_gdpr_erase_of_a_steward_leaves_no_trace(
     conflicted, people, steward_client, workspace, settings, tmp_path
 ):
