@@ -64,6 +64,7 @@ class ErasureSubject:
 
     def __init__(self, *, terms: Iterable[str], name: str = "") -> None:
         self.terms = sorted({t for t in terms if t}, key=len, reverse=True)
+        self.name = name
         # A term shorter than SHORT_TERM (an odd alias) is matched as a whole word only,
         # so that redacting it cannot eat into unrelated words.
         parts = [

@@ -30,7 +30,6 @@ from telha.graph.services import node_version_write, search_text_for, source_acl
 from telha.jobs.models import Job
 from telha.tenancy.models import Person, PersonAlias, Rights, Tenant
 
-from .filenames import FileNameSubject
 from .uploads import documents_scrub, upload_sources_renamed
 
 
@@ -195,10 +194,7 @@ def gdpr_erase(
             SourceVersion.objects.filter(pk=version.pk).update(text=masked)
             counts["sourceTexts"] += 1
     counts["factVersions"] = _fact_versionsscrub(tenant, subject)
-    names = FileNameSubject(terms=[pid, person.pk.hex, person.email, *aliases], name=person.name)
-    counts["documents"] = documents_scrub(
-        tenant=tenant, subject=subject, names=names, principals=principals
-    )
+    counts["documents"] = documents_scrub(tenant=tenant, subject=subject, principals=principals)
     counts["records"] = (
         scrub_rows(Clarification.objects.filter(tenant=tenant), ("candidates",), subject)
         + scrub_rows(

@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable
 from pathlib import PurePosixPath
 
-from clarify.stewardship import SHORT_TERM
+from clarify.stewardship import SHORT_TERM, ErasureSubject
 
 # Django's `get_alternative_name`: "{root}_{7 random letters or digits}{suffixes}".
 _ALTERNATIVE = re.compile(r"^(?P<root>[^.]*)_[A-Za-z0-9]{7}(?P<suffixes>\..*)?$")
@@ -36,6 +36,11 @@ class FileNameSubject:
         # only as a run of whole words, so that it cannot match inside unrelated words.
         self.long = {n for n in needles if len(n) >= SHORT_TERM}
         self.short = needles - self.long
+
+    @classmethod
+    def of(cls, subject: ErasureSubject) -> "FileNameSubject":
+        """The same person's identifiers as `subject` holds them."""
+        return cls(terms=subject.terms, name=subject.name)
 
     def mentions(self, path: str) -> bool:
         """Whether the file name (a path's last part) names the person, as uploaded or as

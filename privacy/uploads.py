@@ -21,13 +21,7 @@ from telha.tenancy.models import Tenant
 from .filenames import FileNameSubject
 
 
-def documents_scrub(
-    *,
-    tenant: Tenant,
-    subject: ErasureSubject,
-    names: FileNameSubject,
-    principals: set[str],
-) -> int:
+def documents_scrub(*, tenant: Tenant, subject: ErasureSubject, principals: set[str]) -> int:
     """Uploads: ACL principals naming the person dropped; their mentions erased from the
     uploaded name, title, uploader mark and source id — an uploaded name that still names them in a
     file name's form (`YaraQuint.pdf`) replaced whole by a neutral one (`erased.pdf`), in
@@ -36,6 +30,7 @@ def documents_scrub(
     its stored or uploaded name does, in any form. The old file is deleted once the
     erasure commits (a rollback leaves it as it was). Returns how many documents changed."""
     changed = 0
+    names = FileNameSubject.of(subject)
     for doc in Document.objects.filter(tenant=tenant):
         fields: dict[str, Any] = {}
         acl = [p for p in doc.acl if p.lower() not in principals]
