@@ -48,10 +48,11 @@ SCREENSHOT_TESTS := tests/test_walkthrough.py tests/steward/test_browser.py
 screenshots: venv
 	SCREENSHOTS_DIR=docs/screenshots $(BIN)/python -m pytest -n 0 -p no:cacheprovider $(SCREENSHOT_TESTS) $(PYTEST_ARGS)
 
-## The schemathesis run of tests/test_fuzz_api.py, deeper: 500 examples per operation and
-## kind of caller (`make test` runs 25, derandomized). FUZZ_EXAMPLES=N to choose.
+## The fuzz tests, deeper: tests/test_fuzz_api.py (schemathesis: 500 examples per operation
+## and kind of caller) and tests/test_fuzz_surfaces.py (SCIM, uploads, hooks, unknown paths:
+## 500 per test); `make test` runs 25, derandomized. FUZZ_EXAMPLES=N to choose.
 fuzz: venv
-	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-500} $(BIN)/python -m pytest tests/test_fuzz_api.py -p no:cacheprovider $(PYTEST_ARGS)
+	FUZZ_EXAMPLES=$${FUZZ_EXAMPLES:-500} $(BIN)/python -m pytest tests/test_fuzz_api.py tests/test_fuzz_surfaces.py -p no:cacheprovider $(PYTEST_ARGS)
 
 lint: venv
 	$(BIN)/ruff check .

@@ -4,9 +4,10 @@ A folder of generated documents (about 2 KB each, Markdown and plain text, in fo
 quarters: a relative date — "effective next quarter", "within 30 days of signature",
 "from the start of next month" —, signature/countersignature dates, fixed dates, and
 nothing to ask) is ingested through the `telha ingest` code path —
-`call_command("ingest", FOLDER, "--tenant", "bench", "--json")`, i.e. `iter_files` then
-`files_ingest` per batch of files, with clarify on (clarifications are opened) — at 250
-and at 1,500 documents, each folder new (fresh externalIds, no deduplication):
+`call_command("ingest", FOLDER, "--tenant", "bench", "--root", PARENT, "--json")`, i.e.
+`files_read` then `files_ingest` per batch of files, with clarify on (clarifications are
+opened) — at 250 and at 1,500 documents, each folder new (fresh externalIds, no
+deduplication):
 
 - in a subprocess of its own (bench settings: production, DEBUG=0; the bench database):
   documents per second (wall time around the command) and the process's peak RSS
@@ -118,7 +119,8 @@ from django.core.management import call_command
 folder, out_path = sys.argv[1], sys.argv[2]
 with open(out_path, "w") as out, open(os.devnull, "w") as err:
     started = time.perf_counter()
-    call_command("ingest", folder, "--tenant", "bench", "--json", stdout=out, stderr=err)
+    call_command("ingest", folder, "--tenant", "bench", "--root", os.path.dirname(folder),
+                 "--json", stdout=out, stderr=err)
     seconds = time.perf_counter() - started
 print(json.dumps({"seconds": seconds,
                   "maxrss_kb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss}))
@@ -182,7 +184,15 @@ def _tracemalloc_run(folder: Path, out_path: Path, size: int = 0) -> dict[str, A
             open(os.devnull, "w") as err,
         ):
             call_command(
-                "ingest", str(folder), "--tenant", "bench", "--json", stdout=out, stderr=err
+                "ingest",
+                str(folder),
+                "--tenant",
+                "bench",
+                "--root",
+                str(folder.parent),
+                "--json",
+                stdout=out,
+                stderr=err,
             )
         seconds = time.perf_counter() - started
         _, rest = tracemalloc.get_traced_memory()

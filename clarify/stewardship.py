@@ -57,11 +57,14 @@ class ErasureSubject:
     """How an erased person shows up in stored text. `terms` match as case-insensitive
     substrings (their id, with and without dashes, email and alias values; whole words when
     shorter than SHORT_TERM); `name`, when it has two or more words, matches as whole words
-    with any whitespace between them (a one-word name is too common a word to redact from
-    documents and is left alone)."""
+    with any whitespace, underscores, dots or hyphens between them, or none — the forms file
+    names and addresses give it (`Alice_Author_CV.pdf`, `alice.author`, `AliceAuthor`), an
+    underscore ending a word as a space does (a one-word name is too common a word to
+    redact from documents and is left alone)."""
 
     def __init__(self, *, terms: Iterable[str], name: str = "") -> None:
         self.terms = sorted({t for t in terms if t}, key=len, reverse=True)
+        self.name = name
         # A term shorter than SHORT_TERM (an odd alias) is matched as a whole word only,
         # so that redacting it cannot eat into unrelated words.
         parts = [
@@ -71,7 +74,8 @@ class ErasureSubject:
         words = name.split()
         self.name_word = ""
         if len(words) >= 2:
-            parts.append(r"(?<!\w)" + r"\s+".join(re.escape(w) for w in words) + r"(?!\w)")
+            joined = r"[\s_.\-]*".join(re.escape(w) for w in words)
+            parts.append(rf"(?<![^\W_]){joined}(?![^\W_])")
             self.name_word = max(words, key=len)
         # Nothing to look for matches nothing (an empty pattern would match everywhere).
         self.pattern = re.compile("|".join(parts) or r"(?!)", re.IGNORECASE)

@@ -4,6 +4,7 @@ module only walks the parsed tree it yields and says which column each attribute
 
 import uuid
 from collections.abc import Callable
+from datetime import UTC, datetime
 from typing import Any
 
 from django.db.models import Exists, OuterRef, Q
@@ -39,6 +40,29 @@ Column = Callable[[str, Any], Q]
 
 def field(name: str) -> Column:
     return lambda lookup, value: Q(**{f"{name}__{lookup}": value})
+
+
+def moment(name: str) -> Column:
+    """A dateTime column (`meta.created`): compared with an RFC 3339 string only — a
+    number, a boolean or a string that is no date is `invalidFilter`."""
+
+    def column(lookup: str, value: Any) -> Q:
+        if lookup == "isnull":
+            return Q(**{f"{name}__isnull": value})
+        if not isinstance(value, str):
+            raise InvalidFilterException(detail=f"{value!r} is not a dateTime")
+        try:
+            when = datetime.fromisoformat(value.replace("Z", "+00:00"))
+        except ValueError:
+            raise InvalidFilterException(detail=f"{value!r} is not a dateTime") from None
+        if when.tzinfo is None:
+            when = when.replace(tzinfo=UTC)
+        lookup = "exact" if lookup == "iexact" else lookup
+        if lookup not in {"exact", "gt", "gte", "lt", "lte"}:
+            raise InvalidFilterException(detail="a dateTime compares with eq, ne, gt, ge, lt, le")
+        return Q(**{f"{name}__{lookup}": when})
+
+    return column
 
 
 def key(name: str, parse: Callable[[str], Any]) -> Column:
@@ -97,8 +121,8 @@ USER_COLUMNS: dict[str, Column] = {
     "active": active,
     "roles": field("role"),
     "roles.value": field("role"),
-    "meta.created": field("created_at"),
-    "meta.lastmodified": field("updated_at"),
+    "meta.created": moment("created_at"),
+    "meta.lastmodified": moment("updated_at"),
 }
 
 GROUP_COLUMNS: dict[str, Column] = {
@@ -107,8 +131,8 @@ GROUP_COLUMNS: dict[str, Column] = {
     "externalid": field("external_id"),
     "members": key("members__pk", uuid.UUID),
     "members.value": key("members__pk", uuid.UUID),
-    "meta.created": field("created_at"),
-    "meta.lastmodified": field("updated_at"),
+    "meta.created": moment("created_at"),
+    "meta.lastmodified": moment("updated_at"),
 }
 
 
@@ -135,6 +159,8 @@ class FilterToQ(FilterVisitor[Q]):
 
     def _compare(self, node: Comparison, prefix: str) -> Q:
         column = self._column(node.attr_path, prefix)
+        if node.value is None and node.op not in (CompareOperator.eq, CompareOperator.ne):
+            raise InvalidFilterException(detail="null compares with eq or ne only")
         if node.op == CompareOperator.ne:
             return ~column("iexact", node.value)
         value = str(node.value) if node.op in _STRING_OPS else node.value

@@ -5,6 +5,7 @@ SCIM error bodies (`urn:ietf:params:scim:api:messages:2.0:Error`) on these paths
 from abc import ABC, abstractmethod
 from typing import Any, ClassVar
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.db import IntegrityError, transaction
 from django.db.models import Model, QuerySet
 from django.http import Http404
@@ -18,6 +19,8 @@ from scim2_models import (
     Context,
     Error,
     Group,
+    InvalidFilterException,
+    InvalidValueException,
     NotImplementedException,
     PatchOp,
     ResponseParameters,
@@ -35,6 +38,9 @@ from .scim_filters import GROUP_COLUMNS, USER_COLUMNS, Column, FilterToQ
 from .services import group_delete, group_provision, person_provision, person_remove
 
 SCIM_MEDIA_TYPE = "application/scim+json"
+# The largest startIndex served: past it the database could not take the offset (a
+# PostgreSQL bigint); any real list ends long before.
+MAX_START_INDEX = 2**31 - 1
 
 
 class ScimRenderer(JSONRenderer):
@@ -154,6 +160,16 @@ def _list_body(resources: list[dict[str, Any]], total: int, start: int) -> dict[
     }
 
 
+def _filtered(qs: QuerySet[Any], columns: dict[str, Column], ast: Any) -> QuerySet[Any]:
+    """`qs` narrowed by a parsed filter over `columns`. A value a column cannot be compared
+    with (which the grammar allows but the model field refuses) is `invalidFilter`, never
+    a 500: the field checks it as the filter is built, before any query runs."""
+    try:
+        return qs.filter(FilterToQ(columns).visit(ast)).distinct()
+    except (ValueError, TypeError, DjangoValidationError) as exc:
+        raise InvalidFilterException(detail=f"the filter cannot be applied: {exc}") from None
+
+
 class _Resources(ScimView, ABC):
     """Users or Groups of the caller's tenant: list (filter, startIndex, count) and
     create at the collection; read, replace, PATCH and delete at /<id>."""
@@ -205,8 +221,10 @@ class _Resources(ScimView, ABC):
         )
         qs = self.queryset(request)
         if search.filter is not None:
-            qs = qs.filter(FilterToQ(self.columns).visit(search.filter.ast)).distinct()
+            qs = _filtered(qs, self.columns, search.filter.ast)
         start = search.start_index or 1
+        if start > MAX_START_INDEX:
+            raise InvalidValueException(detail=f"startIndex is at most {MAX_START_INDEX}.")
         count = min(scim.MAX_RESULTS, search.count if search.count is not None else 100)
         total = qs.count()
         base = self.base(request)

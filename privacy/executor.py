@@ -1,15 +1,14 @@
 """`gdpr_erase`: the tenant's erasure executor (spec v0.9, PR-081), built on the steward
 service `clarify.stewardship.attribution_erase` and its scrubbing primitives. It deletes
 or rewrites the person's rows in every app — deliveries, chat identities and history,
-graph nodes and fact versions, sources and their texts, documents and their stored files,
-jobs, admin log entries — so it lives here, above them all. `privacy.erasure.person_erase`
-wraps it with the other tenants' audit events and the database files."""
+graph nodes and fact versions, sources and their texts, documents and their stored files
+(`privacy.uploads`), jobs, admin log entries — so it lives here, above them all.
+`privacy.erasure.person_erase` wraps it with the other tenants' audit events and the
+database files."""
 
 import uuid
-from typing import Any
 
 from django.contrib.admin.models import LogEntry
-from django.core.files.base import ContentFile
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -28,9 +27,10 @@ from delivery.models import CardAction, ChatTurn, Delivery, TeamsConversation
 from telha.graph.access import read_access_changed
 from telha.graph.models import Node, NodeVersion, Source, SourceVersion
 from telha.graph.services import node_version_write, search_text_for, source_acl_set
-from telha.ingest.models import Document
 from telha.jobs.models import Job
 from telha.tenancy.models import Person, PersonAlias, Rights, Tenant
+
+from .uploads import documents_scrub, upload_sources_renamed
 
 
 def _person_node_erase(node: Node) -> None:
@@ -71,56 +71,16 @@ def _sourcesscrub(tenant: Tenant, subject: ErasureSubject, principals: set[str])
             fields["external_id"] = f"{fields['external_id']}-{uuid.uuid4().hex[:8]}"
         if fields:
             Source.objects.filter(pk=source.pk).update(**fields)
+        if "external_id" in fields:
+            upload_sources_renamed(
+                tenant=tenant,
+                system=source.system,
+                old=source.external_id,
+                new=fields["external_id"],
+            )
         if acl != source.acl:
             source_acl_set(source=source, acl=acl)
         changed += bool(fields) or acl != source.acl
-    return changed
-
-
-def _stored_filescrub(doc: Document, subject: ErasureSubject) -> tuple[str, int] | None:
-    """Rewrite an upload's stored file (and its stored name) with the subject's mentions
-    erased: (new name, new size), or None when the file does not mention them. The old file
-    is deleted when the transaction commits (a rollback leaves it as it was)."""
-    old_name = doc.file.name or ""
-    if not old_name:
-        return None
-    try:
-        with doc.file.open("rb") as fh:
-            data = fh.read()
-    except OSError:
-        return None
-    text = data.decode("utf-8", errors="surrogateescape")
-    redacted = subject.text(text)
-    if redacted == text and not subject.pattern.search(old_name):
-        return None
-    content = redacted.encode("utf-8", errors="surrogateescape")
-    storage = doc.file.storage
-    new_name = storage.save(subject.text(old_name), ContentFile(content))
-    transaction.on_commit(lambda: storage.delete(old_name))
-    return new_name, len(content)
-
-
-def _documentsscrub(tenant: Tenant, subject: ErasureSubject, principals: set[str]) -> int:
-    """Uploads: ACL principals naming the person dropped; their mentions erased from the
-    file name, title, uploader mark, and from the stored file itself (rewritten under an
-    erased name; the old file is deleted once the erasure commits)."""
-    changed = 0
-    for doc in Document.objects.filter(tenant=tenant):
-        fields: dict[str, Any] = {}
-        acl = [p for p in doc.acl if p.lower() not in principals]
-        acl = [p for p in acl if not subject.pattern.search(p)]
-        if acl != doc.acl:
-            fields["acl"] = acl
-        for name in ("filename", "title", "uploaded_by"):
-            value = subject.text(getattr(doc, name))
-            if value != getattr(doc, name):
-                fields[name] = value
-        rewritten = _stored_filescrub(doc, subject)
-        if rewritten is not None:
-            fields["file"], fields["size"] = rewritten
-        if fields:
-            Document.objects.filter(pk=doc.pk).update(**fields)
-            changed += 1
     return changed
 
 
@@ -234,7 +194,7 @@ def gdpr_erase(
             SourceVersion.objects.filter(pk=version.pk).update(text=masked)
             counts["sourceTexts"] += 1
     counts["factVersions"] = _fact_versionsscrub(tenant, subject)
-    counts["documents"] = _documentsscrub(tenant, subject, principals)
+    counts["documents"] = documents_scrub(tenant=tenant, subject=subject, principals=principals)
     counts["records"] = (
         scrub_rows(Clarification.objects.filter(tenant=tenant), ("candidates",), subject)
         + scrub_rows(

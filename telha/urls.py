@@ -1,7 +1,7 @@
 """URL configuration: the API under /v1/, hooks, the admin, the inbox, health."""
 
 from django.contrib import admin
-from django.urls import include, path
+from django.urls import include, path, re_path
 from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
@@ -9,6 +9,7 @@ from clarify.api import views as clarify_views
 from delivery import documents, inbox
 from identity.sso import SignInView
 from identity.urls import scim_v2, sso_urls
+from telha.common import error_views
 from telha.graph.api import views as graph_views
 from telha.health import healthz
 from telha.ingest.api import views as ingest_views
@@ -60,6 +61,8 @@ urlpatterns = [
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
     path("hooks/", include("delivery.hooks.urls")),
     path("scim/v2/", include(scim_v2)),
+    # Whatever no route above serves under these prefixes: the contract's 404 body.
+    re_path(r"^(?:v1|hooks|scim)/", error_views.unmatched),
 ]
 
 # Errors outside DRF's views: JSON on /v1/ and /hooks/, Django's pages elsewhere.

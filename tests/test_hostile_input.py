@@ -22,6 +22,7 @@ from clarify.models import Clarification, ClarificationBinding, ResponseRecord
 from delivery.models import CardAction, Delivery
 from telha.common.parsers import MAX_JSON_DEPTH, JSONParser
 from telha.graph.models import Node, NodeVersion, Source
+from telha.ingest.formats import SUPPORTED
 from telha.ingest.models import Document
 from telha.jobs.models import Job
 from telha.jobs.tasks import work
@@ -304,6 +305,136 @@ def test_invalid_utf8_and_odd_paths_outside_the_body(person_client):
     ]:
         resp = sam.post(path, {}, format="json") if "jobs" in path else sam.get(path)
         refused(resp, 404, "NOT_FOUND")
+
+
+# --- no 500 on bad input (issue 28, item 4) -----------------------------------------------
+
+
+@pytest.mark.parametrize("suffix", sorted(SUPPORTED))
+def test_an_empty_file_is_refused_as_corrupt_and_writes_nothing(
+    ingest_client, suffix, settings, tmp_path
+):
+    """puremagic raised on empty input: a 500 in the upload request."""
+    settings.MEDIA_ROOT = str(tmp_path)
+    before = db_state()
+    resp = ingest_client.post(
+        "/v1/documents", {"file": _file(f"empty{suffix}", b"")}, format="multipart"
+    )
+    body = refused(resp, 422, "DOCUMENT_UNREADABLE")
+    assert body["detail"] == "corrupt: the file is empty"
+    assert not changed(before, db_state())
+    assert [p for p in tmp_path.rglob("*") if p.is_file()] == []
+
+
+def test_an_empty_file_in_a_folder_is_refused_and_the_rest_ingested(workspace, tmp_path):
+    """It stopped `telha ingest` of the whole folder with a traceback."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    for name in ("a-empty.md", "b-empty.pdf", "c-empty.docx"):
+        (folder / name).write_bytes(b"")
+    (folder / "d-signed.md").write_text("Signed on 12 June 2026 and countersigned 19 June 2026.\n")
+    out = StringIO()
+    call_command(
+        "ingest", str(folder), "--tenant", "acme", "--root", str(tmp_path), "--json", stdout=out
+    )
+    data = json.loads(out.getvalue())
+    assert data["files"] == 4
+    assert {e["error"] for e in data["errors"]} == {"corrupt: the file is empty"}
+    assert len(data["errors"]) == 3
+    assert list(Source.objects.values_list("external_id", flat=True)) == ["inbox/d-signed.md"]
+
+
+def test_csv_the_csv_module_cannot_read_is_refused_per_file(workspace, tmp_path, monkeypatch):
+    """A lone carriage return inside a field, and a field over the csv module's limit,
+    raised `_csv.Error` and stopped the folder's run. The first is a line break now (as in
+    old Mac files); the second is refused with the reason; a rule failing on a file it
+    was not made for refuses that file alone."""
+    from io import StringIO
+
+    from django.core.management import call_command
+
+    import telha.ingest.detection.build as build
+
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "a-cr.csv").write_bytes(b"id,valid_from\rP1,03/04/2026\r")
+    (folder / "b-huge.csv").write_bytes(b'id,note\nP1,"' + b"x" * 200_000 + b'"\n')
+    (folder / "c-bug.md").write_text("Signed on 12 June 2026.\n")
+    (folder / "d-fine.md").write_text("Signed on 1 July 2026.\n")
+    real = build.detect_text
+
+    def buggy(text: str, **kwargs: Any) -> Any:
+        if "12 June" in text:
+            raise ZeroDivisionError("a rule's bug")
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(build, "detect_text", buggy)
+    out = StringIO()
+    call_command(
+        "ingest", str(folder), "--tenant", "acme", "--root", str(tmp_path), "--json", stdout=out
+    )
+    data = json.loads(out.getvalue())
+    errors = {e["file"].rsplit("/", 1)[-1]: e["error"] for e in data["errors"]}
+    assert errors == {
+        "b-huge.csv": "corrupt: the CSV cannot be read (field larger than field limit (131072))",
+        "c-bug.md": "corrupt: the file cannot be read (ZeroDivisionError)",
+    }
+    assert sorted(Source.objects.values_list("external_id", flat=True)) == [
+        "inbox/a-cr.csv",
+        "inbox/d-fine.md",
+    ]
+    [version] = Source.objects.get(external_id="inbox/a-cr.csv").versions.all()
+    assert version.text == "id,valid_from\nP1,03/04/2026\n"
+
+
+def test_a_reader_failing_on_hostile_bytes_is_a_refusal_not_an_error(ingest_client, monkeypatch):
+    """Whatever a reader library raises on bytes it was not made for is `corrupt: …`."""
+    from telha.ingest.formats import sniff
+
+    def broken(data: bytes) -> str:
+        raise IndexError("a parser bug")
+
+    monkeypatch.setattr(sniff, "kind_of", broken)
+    before = db_state()
+    resp = ingest_client.post(
+        "/v1/documents", {"file": _file("x.md", b"some text")}, format="multipart"
+    )
+    body = refused(resp, 422, "DOCUMENT_UNREADABLE")
+    assert body["detail"] == "corrupt: the file cannot be read (IndexError)"
+    assert not changed(before, db_state())
+
+
+@pytest.mark.parametrize("debug", [False, True], ids=["DEBUG=0", "DEBUG=1"])
+@pytest.mark.parametrize("method", ["get", "post", "delete"])
+def test_unknown_urls_answer_the_contracts_404_whatever_debug_says(
+    person_client, settings, debug, method
+):
+    """Under DEBUG=1 Django answered an unresolved path with its HTML debug page."""
+    settings.DEBUG = debug
+    sam = person_client("sam")
+    for path in ("/v1/no-such-endpoint", "/v1/nodes/a%2Fb/history", "/v1/", "/hooks/nope"):
+        before = db_state()
+        refused(getattr(sam, method)(path), 404, "NOT_FOUND")
+        assert not changed(before, db_state())
+    for path in ("/scim/v2/NoSuchResource", "/scim/v2/Users/a/b", "/scim/v1/Users"):
+        resp = getattr(sam, method)(path)
+        assert resp.status_code == 404, (path, resp.content[:200])
+        assert resp["Content-Type"].startswith("application/scim+json")
+        assert resp.json() == {
+            "schemas": ["urn:ietf:params:scim:api:messages:2.0:Error"],
+            "status": "404",
+            "detail": "No such resource.",
+        }
+
+
+def test_a_missing_trailing_slash_is_still_redirected(person_client, settings):
+    settings.DEBUG = True
+    resp = person_client("sam").get("/v1/schema")
+    assert (resp.status_code, resp["Location"]) == (301, "/v1/schema/")
 
 
 def test_nul_in_a_url_is_400_before_any_lookup(person_client, workspace):

@@ -44,6 +44,7 @@ from ..restriction import card_as_it_stands
 from ..teams_auth import TeamsAuthError, check_activity, verify_token
 from ..teams_cards import MAX_DIGEST_CARDS, digest_card, input_id, question_card
 from . import teams_ask
+from .guard import teams_activity_problem
 from .ratelimit import rate_limit_hit, too_many_requests
 
 log = logging.getLogger("telha.audit")
@@ -311,6 +312,8 @@ def messages(request: HttpRequest) -> HttpResponse:
             raise ValueError("not an object")
         if json_problem(activity) is not None:  # too deep, or U+0000 (PostgreSQL refuses it)
             raise ValueError("not a storable activity")
+        if teams_activity_problem(activity) is not None:  # not shaped as Teams sends it
+            raise ValueError("not an activity")
     except (ValueError, RecursionError):
         return JsonResponse(
             {"code": "MALFORMED_REQUEST", "detail": "Not a JSON activity."}, status=400

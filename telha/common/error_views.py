@@ -10,8 +10,11 @@ sign-in) keep Django's HTML pages.
 
 from typing import Any
 
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.conf import settings
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, resolve
 from django.views import defaults
+from django.views.decorators.csrf import csrf_exempt
 
 JSON_PREFIXES = ("/v1/", "/hooks/")
 # SCIM's own error body (RFC 7644 §3.12) on /scim/ (CONTRACT §3.7).
@@ -24,7 +27,7 @@ def _scim_error(status: int, detail: str) -> JsonResponse:
     return JsonResponse(body, status=status, content_type="application/scim+json")
 
 
-def _contract_error(
+def contract_error(
     request: HttpRequest, status: int, code: str, detail: str
 ) -> HttpResponse | None:
     """The error in the contract's shape for an API, hook or SCIM path; None elsewhere
@@ -37,20 +40,38 @@ def _contract_error(
 
 
 def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = _contract_error(request, 400, "MALFORMED_REQUEST", "The request was not understood.")
+    response = contract_error(request, 400, "MALFORMED_REQUEST", "The request was not understood.")
     return response or defaults.bad_request(request, exception)
 
 
 def permission_denied(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = _contract_error(request, 403, "PERMISSION_DENIED", "This request is not allowed.")
+    response = contract_error(request, 403, "PERMISSION_DENIED", "This request is not allowed.")
     return response or defaults.permission_denied(request, exception)
 
 
 def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = _contract_error(request, 404, "NOT_FOUND", "No such resource.")
+    response = contract_error(request, 404, "NOT_FOUND", "No such resource.")
     return response or defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    response = _contract_error(request, 500, "INTERNAL_ERROR", "An unexpected error occurred.")
+    response = contract_error(request, 500, "INTERNAL_ERROR", "An unexpected error occurred.")
     return response or defaults.server_error(request)
+
+
+@csrf_exempt
+def unmatched(request: HttpRequest, *args: Any, **kwargs: Any) -> HttpResponse:
+    """The last route under `/v1/`, `/hooks/` and `/scim/`: a path no view serves is the
+    contract's 404 (`{"code": "NOT_FOUND"}`, or SCIM's error body) whatever `DEBUG` says —
+    Django answers an unresolved path with its HTML debug page under `DEBUG=1` before any
+    `handler404` runs. A GET of a path missing only its trailing slash is redirected to it,
+    as `APPEND_SLASH` does for unresolved paths."""
+    path = request.path_info
+    if settings.APPEND_SLASH and request.method in ("GET", "HEAD") and not path.endswith("/"):
+        try:
+            match = resolve(f"{path}/")
+        except Resolver404:
+            match = None
+        if match is not None and match.func is not unmatched:
+            return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+    return page_not_found(request)

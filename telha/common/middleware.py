@@ -19,7 +19,8 @@ declared length), so the declared length bounds what any view can read.
 
 `NulCharacterMiddleware` refuses U+0000 (`%00`) in a path or query string, and in the
 fields of an HTML form post (urlencoded or multipart, outside `/v1/` and `/hooks/`) with
-400: `MALFORMED_REQUEST` JSON on `/v1/` and `/hooks/`, Django's 400 page elsewhere.
+400: `MALFORMED_REQUEST` JSON on `/v1/` and `/hooks/`, SCIM's error body on `/scim/`,
+Django's 400 page elsewhere.
 PostgreSQL can store or compare text with U+0000 in neither text nor jsonb, so one reaching
 a lookup or a write (an admin list filter, the inbox answer form) was a 500 there. JSON
 bodies are checked by the API's parser (telha.common.parsers); hook bodies are left alone
@@ -37,6 +38,8 @@ from django.core.exceptions import (
 )
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+
+from .error_views import contract_error
 
 HOOKS_PREFIX = "/hooks/"
 FORM_TYPES = ("application/x-www-form-urlencoded", "multipart/form-data")
@@ -97,6 +100,5 @@ class NulCharacterMiddleware:
 
     @staticmethod
     def refuse(request: HttpRequest, api: bool, detail: str) -> HttpResponse:
-        if api:
-            return JsonResponse({"code": "MALFORMED_REQUEST", "detail": detail}, status=400)
-        return defaults.bad_request(request, SuspiciousOperation(detail))
+        response = contract_error(request, 400, "MALFORMED_REQUEST", detail)
+        return response or defaults.bad_request(request, SuspiciousOperation(detail))

@@ -32,6 +32,15 @@ class UploadForm(forms.Form):
     title = forms.CharField(required=False, max_length=500)
     acl = forms.CharField(required=False, help_text="Comma list, e.g. group:legal,email:a@b.c")
     restriction = forms.CharField(required=False, max_length=100)
+    external_id = forms.CharField(
+        required=False,
+        max_length=500,
+        label="Source id",
+        help_text=(
+            "Leave empty: the file is a new source, whatever its name. The id of an uploaded "
+            "source (its externalId): the file is a new version of that source, under this ACL."
+        ),
+    )
 
     def clean_file(self) -> Any:
         upload = self.cleaned_data["file"]
@@ -58,6 +67,7 @@ class DocumentAdmin(TenantScopedAdmin):
     list_display = ("filename", "title", "size", "created_at", "job_status", "job_outcome")
     fields = (
         "filename",
+        "external_id",
         "title",
         "size",
         "acl",
@@ -134,9 +144,15 @@ class DocumentAdmin(TenantScopedAdmin):
     @admin.display(description="extracted text")
     def extracted_text(self, obj: Document) -> str:
         """The text the detection job extracted (the source version it wrote), each
-        ambiguous phrase highlighted and linked to its clarification."""
+        ambiguous phrase highlighted and linked to its clarification. The version is the
+        document's own (found by id); a document applied before versions were linked
+        shows its source's latest."""
+        if obj.source_version_id is not None:
+            return highlighted(obj.source_version)
+        if obj.refused or not obj.external_id:
+            return highlighted(None)
         source = Source.objects.filter(
-            tenant=obj.tenant, system=UPLOAD_SYSTEM, external_id=obj.filename
+            tenant=obj.tenant, system=UPLOAD_SYSTEM, external_id=obj.external_id
         ).first()
         return highlighted(source.versions.order_by("-tx").first() if source else None)
 
@@ -155,6 +171,7 @@ class DocumentAdmin(TenantScopedAdmin):
                 acl=form.cleaned_data["acl"],
                 restriction=form.cleaned_data["restriction"] or None,
                 uploaded_by=f"steward:{steward.pk}",
+                external_id=form.cleaned_data["external_id"].strip() or None,
             )
             messages.success(
                 request,

@@ -12,6 +12,7 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import as_serializer_error
 
 from telha.common.errors import DomainError, SubmissionInvalid, flatten_errors
+from telha.graph.models import SourceVersion
 from telha.jobs.services import Lease, job_complete, job_fail
 from telha.tenancy.models import AliasKind, PersonAlias, Tenant
 
@@ -28,7 +29,10 @@ log = logging.getLogger(__name__)
 
 @dataclass
 class IngestOutcome:
+    """What ingesting one file did (or why it was refused: `error`)."""
+
     file: str
+    external_id: str = ""
     facts: int = 0
     ambiguities: Counter = field(default_factory=Counter)
     opened: int = 0
@@ -38,6 +42,7 @@ class IngestOutcome:
     def as_dict(self) -> dict[str, Any]:
         return {
             "file": self.file,
+            "externalId": self.external_id,
             "facts": self.facts,
             "ambiguities": dict(self.ambiguities),
             "opened": self.opened,
@@ -101,7 +106,7 @@ def ingest_prepare(
     `shape`: a `SubmissionInSerializer()` to validate with, reused across a run's files
     (`run_validation` keeps no state; building the serializer's field tree is a third of
     the cost of validating a small submission)."""
-    outcome = IngestOutcome(file=file.name)
+    outcome = IngestOutcome(file=file.name, external_id=file.identity)
     try:
         names = options.names
         detection = detect(
@@ -110,7 +115,7 @@ def ingest_prepare(
         data = to_submission(
             detection,
             system=options.system,
-            external_id=file.name,
+            external_id=file.identity,
             clarify=options.clarify,
             acl=options.acl,
             restriction=options.restriction,
@@ -146,15 +151,37 @@ def ingest_file(
 ) -> IngestOutcome:
     """Detect and apply one file. Refusals (unsupported type, an invalid submission) are
     reported in the outcome and write nothing."""
+    return _ingest_applied(tenant=tenant, file=file, options=options)[0]
+
+
+def _ingest_applied(
+    *, tenant: Tenant, file: FileInput, options: IngestOptions
+) -> tuple[IngestOutcome, dict[str, Any] | None]:
+    """`ingest_file`, with the submission's 201 body when it was applied."""
     prepared = ingest_prepare(tenant=tenant, file=file, options=options)
     if prepared.plan is None:
-        return prepared.outcome
+        return prepared.outcome, None
     try:
         result = submission_apply(tenant=tenant, plan=prepared.plan)
     except DomainError as exc:
         prepared.outcome.error = f"{exc.code}: {exc.detail}"
-        return prepared.outcome
-    return _counted(prepared.outcome, result)
+        return prepared.outcome, None
+    return _counted(prepared.outcome, result), result
+
+
+def document_applied(document: Document, result: dict[str, Any] | None) -> None:
+    """Link an uploaded document to the source version its job wrote (or found identical):
+    the version of its own source (`external_id`) at the 201 body's `sourceVersionTx`."""
+    if result is None:
+        return
+    version = SourceVersion.objects.filter(
+        source__tenant=document.tenant_id,
+        source__system=UPLOAD_SYSTEM,
+        source__external_id=document.external_id or document.filename,
+        tx=result["sourceVersionTx"],
+    ).first()
+    document.source_version = version
+    document.save(update_fields=["source_version"])
 
 
 def document_refused(document: Document, reason: str) -> None:
@@ -191,17 +218,20 @@ def handle_lease(lease: Lease) -> None:
     clarify = bool((payload.get("options") or {}).get("clarify"))
     with document.file.open("rb") as fh:
         data = fh.read()
-    outcome = ingest_file(
-        tenant=document.tenant,
-        file=FileInput(name=document.filename, data=data, modified=document.created_at),
-        options=IngestOptions(
-            system=UPLOAD_SYSTEM,
-            clarify=clarify,
-            acl=document.acl or None,
-            restriction=document.restriction,
-            title=document.title or None,
-        ),
+    file = FileInput(
+        name=document.filename,
+        data=data,
+        modified=document.created_at,
+        external_id=document.external_id or document.filename,
     )
+    options = IngestOptions(
+        system=UPLOAD_SYSTEM,
+        clarify=clarify,
+        acl=document.acl or None,
+        restriction=document.restriction,
+        title=document.title or None,
+    )
+    outcome, result = _ingest_applied(tenant=document.tenant, file=file, options=options)
     if outcome.error:
         job_fail(
             tenant=None,
@@ -213,6 +243,7 @@ def handle_lease(lease: Lease) -> None:
         )
         document_refused(document, outcome.error)
         return
+    document_applied(document, result)
     job_complete(
         tenant=None,
         job_id=job.pk,

@@ -9,7 +9,9 @@ from telha.tenancy.models import Tenant
 
 class Document(models.Model):
     """A file uploaded through `POST /v1/documents` or the steward admin; the
-    `ingest:document` job that processes it carries this id."""
+    `ingest:document` job that processes it carries this id. Its source (system `upload`)
+    is `external_id`: the uploader's, when they name one (a new version of that source),
+    else the document's own id (every upload its own source, whatever its file name)."""
 
     id = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
     tenant = models.ForeignKey(Tenant, on_delete=models.CASCADE, related_name="documents")
@@ -20,6 +22,16 @@ class Document(models.Model):
     acl = models.JSONField(default=list, blank=True)
     restriction = models.CharField(max_length=100, null=True, blank=True)
     uploaded_by = models.CharField(max_length=200, blank=True)
+    external_id = models.CharField(max_length=500, blank=True, default="")
+    # The source version the job wrote (or found identical): what the admin's text view
+    # shows. Unset until the job has applied the file.
+    source_version = models.ForeignKey(
+        "graph.SourceVersion",
+        null=True,
+        blank=True,
+        on_delete=models.SET_NULL,
+        related_name="+",
+    )
     job_id = models.BigIntegerField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     # Why the job refused the file (found only while extracting: corrupt, over a limit);

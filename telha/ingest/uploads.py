@@ -1,6 +1,13 @@
 """An uploaded document (the API's `POST /v1/documents`, the admin's upload form): the
 file stored and its `ingest:document` job enqueued in one transaction; the job's worker
-(`documents.handle_lease`) detects and applies it."""
+(`documents.handle_lease`) detects and applies it.
+
+Each upload is its own source (system `upload`, externalId the document's id) unless the
+uploader names an `externalId`: then it is a new version of that source, applied by the
+job through the same checks as any resubmission (the whole submission validated first, a
+restriction never lifted, cards of people the new ACL no longer lets read revoked). The
+file name is never the source's identity: two files called `report.pdf` are two sources,
+each under its own ACL (CONTRACT §3.1b)."""
 
 from typing import Any
 
@@ -9,10 +16,19 @@ from django.db import transaction
 from telha.jobs.services import job_enqueue
 from telha.tenancy.models import Tenant
 
+from .formats import SUPPORTED, suffix_of
 from .models import Document
 
 INGEST_DOCUMENT_KIND = "ingest:document"
 UPLOAD_SYSTEM = "upload"  # the source system of uploaded documents
+
+
+def stored_name_for(document: Document) -> str:
+    """The name an upload is stored under (in `documents/YYYY/MM/`): the document's id and
+    the uploaded name's suffix, never the uploaded name, which may name a person (it is
+    kept on the document, where the erasure finds it)."""
+    suffix = suffix_of(document.filename)
+    return f"{document.pk}{suffix if suffix in SUPPORTED else ''}"
 
 
 @transaction.atomic
@@ -26,8 +42,10 @@ def document_upload(
     acl: list[str] | None = None,
     restriction: str | None = None,
     uploaded_by: str = "",
+    external_id: str | None = None,
 ) -> Document:
-    """Store an uploaded file and enqueue its `ingest:document` job (same transaction)."""
+    """Store an uploaded file and enqueue its `ingest:document` job (same transaction).
+    The document's source is `external_id` when given, else its own id."""
     document = Document(
         tenant=tenant,
         filename=filename[:255],
@@ -37,7 +55,8 @@ def document_upload(
         restriction=restriction or None,
         uploaded_by=uploaded_by[:200],
     )
-    document.file.save(filename[:100], content, save=False)
+    document.external_id = (external_id or "")[:500] or str(document.pk)
+    document.file.save(stored_name_for(document), content, save=False)
     document.save()
     job = job_enqueue(
         tenant=tenant,

@@ -62,6 +62,32 @@ def scanned_pdf(
     return bytes(pdf.output())
 
 
+def self_repeating_pdf(levels: int = 22, *, declared: int | None = None) -> bytes:
+    """A PDF whose page tree repeats itself (issue 28 item 5): `levels` /Pages nodes, each
+    listing the next one twice, over one page — 2**levels pages (4 million at 22) in
+    about 2.4 KB. Each node's /Count says so, unless `declared` puts another number on
+    them (a tree that lies about its size). Laid out by hand: no PDF library writes one."""
+    objects = {1: b"<< /Type /Catalog /Pages 2 0 R >>"}
+    for i in range(levels):
+        node, parent = 2 + i, b" /Parent %d 0 R" % (1 + i) if i else b""
+        count = declared if declared is not None else 2 ** (levels - i)
+        kids = b"%d 0 R %d 0 R" % (node + 1, node + 1)
+        objects[node] = b"<< /Type /Pages /Kids [%s] /Count %d%s >>" % (kids, count, parent)
+    leaf = levels + 2
+    objects[leaf] = b"<< /Type /Page /Parent %d 0 R /MediaBox [0 0 612 792] >>" % (leaf - 1)
+    out = io.BytesIO(b"%PDF-1.4\n")
+    out.seek(0, io.SEEK_END)
+    offsets = {}
+    for number, body in objects.items():
+        offsets[number] = out.tell()
+        out.write(b"%d 0 obj\n%s\nendobj\n" % (number, body))
+    xref, size = out.tell(), leaf + 1
+    out.write(b"xref\n0 %d\n0000000000 65535 f \n" % size)
+    out.write(b"".join(b"%010d 00000 n \n" % offsets[n] for n in range(1, size)))
+    out.write(b"trailer\n<< /Size %d /Root 1 0 R >>\nstartxref\n%d\n%%%%EOF\n" % (size, xref))
+    return out.getvalue()
+
+
 def encrypted_pdf(text: str = "Secret agreement signed 1 June 2026.") -> bytes:
     writer = PdfWriter(clone_from=PdfReader(io.BytesIO(pdf_file([text]))))
     writer.encrypt(user_password="s3cret", owner_password="owner", algorithm="AES-128")

@@ -189,8 +189,10 @@ def test_the_worker_ingests_and_opens_clarifications(ingest_client, workspace):
     assert run_ingest_worker() == 1
     job = Job.objects.get(kind="ingest:document")
     assert job.status == JobStatus.DONE
+    document = Document.objects.get()
     assert job.result == {
         "file": "msa.md",
+        "externalId": str(document.pk),  # its own source, not its file name
         "facts": 2,
         "ambiguities": {"conflicting_dates": 1, "relative_date": 1},
         "opened": 2,
@@ -201,9 +203,10 @@ def test_the_worker_ingests_and_opens_clarifications(ingest_client, workspace):
     source = Source.objects.get()
     assert (source.system, source.external_id, source.title) == (
         "upload",
-        "msa.md",
+        str(document.pk),
         "Master services agreement",
     )
+    assert document.source_version == source.versions.get()
     assert (source.acl, source.restriction) == (["group:legal"], "privileged")
     assert sorted(Clarification.objects.values_list("kind", flat=True)) == [
         "conflicting_dates",
@@ -290,14 +293,46 @@ def test_a_deleted_document_fails_its_job_for_good(ingest_client):
     assert Source.objects.count() == 0
 
 
-def test_reuploading_the_same_file_deduplicates(ingest_client):
-    upload(ingest_client)
+def test_reuploading_the_same_file_naming_its_source_deduplicates(ingest_client):
+    upload(ingest_client, externalId="contracts/msa")
     run_ingest_worker()
-    upload(ingest_client)
+    upload(ingest_client, externalId="contracts/msa")
     run_ingest_worker()
     second = Job.objects.filter(kind="ingest:document").order_by("-id").first()
+    assert second.result["externalId"] == "contracts/msa"
     assert (second.result["opened"], second.result["deduplicated"]) == (0, 2)
     assert Clarification.objects.count() == 2
+    assert Source.objects.get().external_id == "contracts/msa"
+    # Both documents show the one version they share (the same content).
+    assert {d.source_version_id for d in Document.objects.all()} == {
+        Source.objects.get().versions.get().pk
+    }
+
+
+def test_reuploading_the_same_file_without_naming_its_source_is_a_new_source(ingest_client):
+    upload(ingest_client)
+    upload(ingest_client)
+    assert run_ingest_worker() == 2
+    assert Source.objects.count() == 2
+    assert sorted(Source.objects.values_list("external_id", flat=True)) == sorted(
+        str(pk) for pk in Document.objects.values_list("pk", flat=True)
+    )
+    assert Clarification.objects.count() == 4  # each source asks its own questions
+
+
+@pytest.mark.parametrize("external_id", ["x" * 501, "a\x00b"], ids=["over-500-characters", "nul"])
+def test_a_bad_external_id_is_422_and_writes_nothing(ingest_client, external_id):
+    before = written()
+    response = upload(ingest_client, externalId=external_id)
+    assert response.status_code == 422
+    assert response.json()["code"] == "INVALID_INPUT"
+    assert written() == before
+
+
+def test_an_empty_external_id_is_no_external_id(ingest_client):
+    upload(ingest_client, externalId="  ")
+    document = Document.objects.get()
+    assert document.external_id == str(document.pk)
 
 
 # --- the steward admin ------------------------------------------------------------------

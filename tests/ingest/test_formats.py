@@ -4,6 +4,7 @@ spreadsheet dates, envelope rules for Outlook mail, scans without a text layer),
 the metadata authors routed as AUTHORED_BY / LAST_MODIFIED_BY people."""
 
 from datetime import UTC, date, datetime
+from types import SimpleNamespace
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_the_pdf_creation_date_anchors_a_relative_phrase():
 
 
 def test_a_scan_without_ocr_is_undated_with_no_span(monkeypatch):
-    monkeypatch.setattr(ocr.shutil, "which", lambda name: None)
+    monkeypatch.setattr(ocr, "shutil", SimpleNamespace(which=lambda name: None))
     data = scanned_pdf(created=MARCH_2)
     got = extract(data, "scan.pdf")
     assert got.scanned and got.text == "" and not got.ocr
@@ -80,7 +81,7 @@ def test_a_scan_is_read_by_tesseract():
 def test_ocr_hands_each_page_image_to_tesseract(monkeypatch):
     """The OCR path without Tesseract installed: the page's image reaches the program."""
     seen = []
-    monkeypatch.setattr(ocr.shutil, "which", lambda name: "/usr/bin/tesseract")
+    monkeypatch.setattr(ocr, "shutil", SimpleNamespace(which=lambda name: "/usr/bin/tesseract"))
     monkeypatch.setattr(
         ocr, "ocr_image", lambda png, timeout: seen.append(png[:8]) or "Signed 1 May 2026"
     )
@@ -104,7 +105,7 @@ def test_ocr_over_its_budget_per_document_reads_as_no_text(
         clock[0] += 10
         return "Signed 1 May 2026"
 
-    monkeypatch.setattr(ocr.shutil, "which", lambda name: "/usr/bin/tesseract")
+    monkeypatch.setattr(ocr, "shutil", SimpleNamespace(which=lambda name: "/usr/bin/tesseract"))
     monkeypatch.setattr(ocr, "_clock", lambda: clock[0])
     monkeypatch.setattr(ocr, "ocr_image", slow_tesseract)
     monkeypatch.setattr(ocr, "LIMITS", ocr.LIMITS.__class__(ocr_total_seconds=budget))
@@ -339,7 +340,7 @@ def test_the_directory_knows_names_emails_and_upns(workspace):
 
 
 def test_a_scanned_pdf_opens_an_undated_clarification(workspace, monkeypatch):
-    monkeypatch.setattr(ocr.shutil, "which", lambda name: None)
+    monkeypatch.setattr(ocr, "shutil", SimpleNamespace(which=lambda name: None))
     data = scanned_pdf(created=MARCH_2, author="Alice Author")
     outcome = ingest_file(tenant=workspace, file=FileInput(name="scan.pdf", data=data))
     assert outcome.error == "" and dict(outcome.ambiguities) == {"undated": 1}

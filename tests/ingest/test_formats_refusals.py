@@ -3,25 +3,39 @@
 summary and `--json` `errors` — and the rest of a folder is still ingested. Then every
 format uploads (202) and the detection job, not the request, extracts it."""
 
+import contextlib
 import dataclasses
 import io
 import json
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
+from unittest import mock
 
 import msoffcrypto.format.ooxml
 import pytest
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.test import Client
+from pypdf import PdfReader
 
 from telha.graph.models import Edge, Node, Source, SourceVersion
 from telha.ingest.detection.build import FileInput
 from telha.ingest.documents import ingest_file
 from telha.ingest.formats import LIMITS, pdf, sniff
+from telha.ingest.models import Document
 from telha.jobs.models import Job, JobStatus
 
-from .docgen import docx_file, encrypted_pdf, html_file, msg_file, pdf_file, xlsx_file
+from .docgen import (
+    docx_file,
+    encrypted_pdf,
+    html_file,
+    msg_file,
+    pdf_file,
+    self_repeating_pdf,
+    xlsx_file,
+)
 from .test_documents_api import media, run_ingest_worker, upload, written  # noqa: F401
 
 pytestmark = pytest.mark.django_db
@@ -132,6 +146,84 @@ def test_too_many_pages_is_413(ingest_client, monkeypatch):
     assert written() == before
 
 
+@contextlib.contextmanager
+def pdf_work() -> Iterator[dict[str, int]]:
+    """How many PDF objects pypdf resolves and page-tree nodes it visits meanwhile: the
+    work a PDF costs, counted rather than timed (time is for bench/)."""
+    seen = {"objects": 0, "tree": 0}
+    resolve, flatten_next = PdfReader.get_object, PdfReader._pop_next_page_tree_kid
+
+    def counted_resolve(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["objects"] += 1
+        return resolve(self, *args, **kwargs)
+
+    def counted_next(self: Any, *args: Any, **kwargs: Any) -> Any:
+        seen["tree"] += 1
+        return flatten_next(self, *args, **kwargs)
+
+    with (
+        mock.patch.object(PdfReader, "get_object", counted_resolve),
+        mock.patch.object(PdfReader, "_pop_next_page_tree_kid", counted_next),
+    ):
+        yield seen
+
+
+def test_a_self_repeating_page_tree_costs_the_request_a_few_objects(ingest_client):
+    """2.4 KB whose page tree lists each node twice, 22 deep (4 million pages): walking it
+    to count the pages took 1-3 s of a web worker. The request reads the count the tree's
+    root declares — a few objects, the tree never walked — and refuses it."""
+    data = self_repeating_pdf(22)
+    assert len(data) < 2600
+    before = written()
+    with pdf_work() as work:
+        response = upload(ingest_client, name="loop.pdf", data=data)
+    assert response.status_code == 413
+    assert response.json() == {
+        "code": "PAYLOAD_TOO_LARGE",
+        "detail": "too large: 4194304 pages (limit 500)",
+    }
+    assert work["tree"] == 0 and work["objects"] <= 5, work
+    assert written() == before
+
+
+def test_a_self_repeating_page_tree_that_hides_its_size_is_refused_by_the_job_in_bounds(
+    ingest_client, settings
+):
+    """The same tree declaring one page: the request accepts it after reading a few
+    objects; the job walks the tree within pypdf's page-tree bound (2 x the page limit +
+    64 nodes, not pypdf's default 100,000) and refuses it, writing nothing."""
+    data = self_repeating_pdf(22, declared=1)
+    with pdf_work() as work:
+        response = upload(ingest_client, name="loop.pdf", data=data)
+    assert response.status_code == 202
+    assert work["tree"] == 0 and work["objects"] <= 5, work
+    before = graph_counts()
+    with pdf_work() as work:
+        assert run_ingest_worker() == 1
+    entries = 2 * LIMITS.pages + 64
+    assert work["tree"] <= entries + 64, work
+    job = Job.objects.get(pk=response.json()["jobId"])
+    assert job.status == JobStatus.DEAD
+    assert job.last_error == f"INGEST_FAILED: too large: the page tree has over {entries} entries"
+    assert graph_counts() == before
+    assert Document.objects.get().refused.startswith("too large: the page tree")
+
+
+def test_a_folder_with_a_self_repeating_page_tree_ingests_the_rest(workspace, tmp_path):
+    folder = tmp_path / "inbox"
+    folder.mkdir()
+    (folder / "good.docx").write_bytes(GOOD_DOCX)
+    (folder / "loop.pdf").write_bytes(self_repeating_pdf(22, declared=1))
+    out = io.StringIO()
+    call_command(
+        "ingest", str(folder), "--tenant", "acme", "--root", str(tmp_path), "--json", stdout=out
+    )
+    data = json.loads(out.getvalue())
+    [error] = data["errors"]
+    assert error["error"].startswith("too large: the page tree has over ")
+    assert list(Source.objects.values_list("external_id", flat=True)) == ["inbox/good.docx"]
+
+
 def test_too_much_uncompressed_is_413(ingest_client, monkeypatch):
     monkeypatch.setattr(sniff, "LIMITS", dataclasses.replace(LIMITS, uncompressed_bytes=1000))
     before = written()
@@ -185,7 +277,6 @@ def test_a_file_the_job_refuses_leaves_only_the_refusal_record(
     written to the graph; the Document row is the refusal record, with the reason, and
     the job (`telha jobs ls`) and the admin's document list say it."""
     from telha.ingest import formats
-    from telha.ingest.models import Document
 
     monkeypatch.setattr(formats, "LIMITS", dataclasses.replace(LIMITS, text_chars=20))
     before = graph_counts()
@@ -205,8 +296,9 @@ def test_a_file_the_job_refuses_leaves_only_the_refusal_record(
     assert f"Refused: {reason}" in page
 
 
-def test_a_folder_reports_each_refused_file_and_ingests_the_rest(workspace, tmp_path):
-    folder = tmp_path / "inbox"
+def test_a_folder_reports_each_refused_file_and_ingests_the_rest(workspace, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # the root: files are named and identified as inbox/…
+    folder = Path("inbox")
     folder.mkdir()
     (folder / "good.docx").write_bytes(GOOD_DOCX)
     for name, make, *_ in REFUSALS:
@@ -230,7 +322,7 @@ def test_a_folder_reports_each_refused_file_and_ingests_the_rest(workspace, tmp_
         "acme",
         stdout=table,
     )
-    assert "  ! locked.pdf: encrypted: the PDF needs a password to open" in table.getvalue()
+    assert "  ! inbox/locked.pdf: encrypted: the PDF needs a password to open" in table.getvalue()
 
 
 def test_a_refused_file_writes_nothing_through_ingest_file(workspace):
@@ -267,7 +359,10 @@ def test_every_format_uploads_and_the_job_extracts_it(ingest_client, settings):
     run_ingest_worker()
     jobs = Job.objects.filter(kind="ingest:document")
     assert {j.status for j in jobs} == {JobStatus.DONE}, [j.last_error for j in jobs]
-    texts = {v.source.external_id: v.text for v in SourceVersion.objects.select_related("source")}
+    names = dict(Document.objects.values_list("external_id", "filename"))
+    texts = {
+        names[v.source.external_id]: v.text for v in SourceVersion.objects.select_related("source")
+    }
     assert set(texts) == set(UPLOADS)
     assert texts["policy.html"] == "Signed 1 June and countersigned 3 July 2026."
     assert texts["register.xlsx"].startswith("# sheet: S\n")

@@ -7,6 +7,7 @@ import json
 import os
 import re
 from datetime import UTC, datetime
+from pathlib import Path
 
 import pytest
 from django.core.management import call_command
@@ -54,14 +55,16 @@ FACTS = 2 + 2 + 1 + 3 + 1 + 1  # msa, terms, mou, csv rows, notice, plain
 
 
 @pytest.fixture
-def docs(tmp_path):
-    root = tmp_path / "docs"
+def docs(tmp_path, monkeypatch):
+    """The files under tmp_path/docs, the current folder tmp_path (the default root): the
+    folder as the command line names it, `docs`."""
     for name, text in FILES.items():
-        path = root / name
+        path = tmp_path / "docs" / name
         path.parent.mkdir(parents=True, exist_ok=True)
         path.write_text(text)
         os.utime(path, (MTIME, MTIME))
-    return root
+    monkeypatch.chdir(tmp_path)
+    return Path("docs")
 
 
 def ingest(*args: str, tenant: str = "acme") -> tuple[str, str]:
@@ -145,6 +148,7 @@ def test_json_output(workspace, docs):
     assert list(by_file) == sorted(f"docs/{name}" for name in SUPPORTED_FILES)
     assert by_file["docs/contracts/msa.md"] == {
         "file": "docs/contracts/msa.md",
+        "externalId": "docs/contracts/msa.md",
         "facts": 2,
         "ambiguities": {"conflicting_dates": 1},
         "opened": 1,
@@ -218,14 +222,14 @@ def test_naming_an_unsupported_file_reports_an_error(workspace, docs):
     data = ingest_json(str(docs / "notes" / "scan.tiff"), str(docs / "notes" / "plain.md"))
     assert data["files"] == 2
     [error] = data["errors"]
-    assert error["file"] == "scan.tiff"
+    assert error["file"] == "docs/notes/scan.tiff"
     assert (
         "unsupported: only .txt, .md, .csv, .eml, .pdf, .docx, .xlsx, .html/.htm and .msg "
         "files are read" in error["error"]
     )
     assert Source.objects.count() == 1  # only plain.md
     out, _ = ingest(str(docs / "notes" / "scan.tiff"), str(docs / "notes" / "plain.md"))
-    assert "  ! scan.tiff: " in out
+    assert "  ! docs/notes/scan.tiff: " in out
     assert table(out)["errors"] == "1"
 
 
@@ -259,7 +263,10 @@ def test_a_bad_acl_is_bad_usage(workspace, docs):
 
 def test_files_and_folders_together(workspace, docs):
     data = ingest_json(str(docs / "contracts" / "msa.md"), str(docs / "policies"))
-    assert [r["file"] for r in data["results"]] == ["msa.md", "policies/policies.csv"]
+    assert [r["file"] for r in data["results"]] == [
+        "docs/contracts/msa.md",
+        "docs/policies/policies.csv",
+    ]
     assert data["facts"] == 2 + 3
 
 
@@ -281,8 +288,8 @@ def test_acl_and_source_system(workspace, docs):
 
 def test_front_matter_acl_is_the_default(workspace, docs):
     ingest(str(docs / "contracts"))
-    assert Source.objects.get(external_id="contracts/msa.md").acl == ["group:legal"]
-    assert Source.objects.get(external_id="contracts/terms.txt").acl == []
+    assert Source.objects.get(external_id="docs/contracts/msa.md").acl == ["group:legal"]
+    assert Source.objects.get(external_id="docs/contracts/terms.txt").acl == []
 
 
 def test_people_named_in_documents_are_linked(workspace, people, docs):
@@ -329,14 +336,14 @@ def test_an_empty_folder(workspace, tmp_path):
 
 
 def test_folders_are_walked_in_path_order_and_streamed(tmp_path):
-    from telha.ingest.management.commands.ingest import iter_files
+    from telha.ingest.folder import iter_files
 
     for name in ("d/b.md", "d/a/x.md", "d/a.md", "d/a/y.csv", "d/a/skip.tiff", "d/c/z.eml"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / name).write_text("x")
     walk = iter_files([str(tmp_path / "d")])
     assert iter(walk) is walk  # a generator, not a list
-    assert [str(relative) for _, relative in walk] == [
+    assert [str(path.relative_to(tmp_path)) for path in walk] == [
         "d/a/x.md",
         "d/a/y.csv",
         "d/a.md",

@@ -79,7 +79,7 @@ def test_a_changed_option_detects_every_file_again(workspace, docs, monkeypatch)
 
 def test_a_source_changed_since_is_detected_again(workspace, docs, monkeypatch):  # noqa: F811
     first = run(str(docs))
-    name = first["results"][0]["file"]
+    name = first["results"][0]["externalId"]
     latest = SourceVersion.objects.filter(source__external_id=name).order_by("-tx").first()
     SourceVersion.objects.create(
         source=latest.source, tx=latest.tx + 1, content_hash="other", text="other"

@@ -1,8 +1,9 @@
 """Child process of tests/steward/test_erasure_bytes.py: on a file-backed SQLite database
 (DATABASE_URL), load two tenants, let alice leave her email, name and aliases in facts,
-source text, answers and another tenant's audit, erase her (`telha gdpr_erase`, or with
-`plain` the in-tenant executor alone, as before issue 19) and print, as JSON, which
-needles the database file and its WAL hold before and after.
+source text, answers, uploads' stored names and another tenant's audit, erase her
+(`telha gdpr_erase`, or with `plain` the in-tenant executor alone, as before issue 19)
+and print, as JSON, which needles the database file and its WAL, and the stored uploads
+(MEDIA_ROOT), hold before and after.
 
     python -m tests.steward.erasure_bytes_child {cli|plain|blocked}
 """
@@ -24,6 +25,10 @@ NEEDLES = {
     "upn": "alice.bytes@corp.acme.test",
     # Her name as the SQLite search index holds it (FTS5, porter stem of "Alice").
     "searchTerm": "alic",
+    # Her name and email as storage rewrote uploaded file names (the stored name, in
+    # ingest_document.file and on disk): spaces to underscores, "@" dropped.
+    "storedName": "Alice_Author",
+    "storedEmail": "aliceacme.test",
 }
 
 
@@ -41,6 +46,33 @@ def found(db: Path) -> dict[str, list[str]]:
         if hits:
             out[path.name] = hits
     return out
+
+
+def found_media(root: Path) -> dict[str, list[str]]:
+    """Which needles the stored uploads hold, in their names or their bytes."""
+    out: dict[str, list[str]] = {}
+    for path in root.rglob("*"):
+        if path.is_file():
+            data = path.name.lower().encode() + b"\n" + path.read_bytes().lower()
+            hits = [k for k, v in NEEDLES.items() if v.lower().encode() in data]
+            if hits:
+                out[str(path.relative_to(root))] = hits
+    return out
+
+
+def _uploads(acme: Any) -> None:
+    """Uploads named after her, stored the way uploads were before they got neutral names
+    (storage rewrites "Alice Author CV.txt" to Alice_Author_CV.txt, a second one of that
+    name to Alice_Author_CV_xxxxxxx.txt, "alice@acme.test-notes.txt" to
+    aliceacme.test-notes.txt); their content does not name her."""
+    from django.core.files.base import ContentFile
+
+    from telha.ingest.uploads import document_upload
+
+    for name in ("Alice Author CV.txt", "Alice Author CV.txt", "alice@acme.test-notes.txt"):
+        doc = document_upload(tenant=acme, filename=name, content=ContentFile(b"A CV."), size=5)
+        doc.file.delete(save=False)
+        doc.file.save(name, ContentFile(b"A CV."), save=True)
 
 
 def _world() -> dict[str, Any]:
@@ -61,6 +93,7 @@ def _world() -> dict[str, Any]:
         data={"tenant": "acme", "name": "Acme", "groups": ["legal"], "people": [alice, bob]}
     ).tenant
     _provision(acme)
+    _uploads(acme)
     gil = {"name": "Gil Globex", "email": "gil@globex.test", "role": "editor", "groups": ["x"]}
     globex = workspace_load(
         data={"tenant": "globex", "name": "Globex", "groups": ["x"], "people": [gil]}
@@ -158,6 +191,7 @@ def _tap_elsewhere(globex: Any) -> None:
 
 def main(mode: str) -> None:
     django.setup()
+    from django.conf import settings
     from django.core.management import call_command
     from django.db import connection, transaction
     from django.test.utils import setup_test_environment
@@ -167,7 +201,8 @@ def main(mode: str) -> None:
     world = _world()
     _tap_elsewhere(world["globex"])
     db = Path(connection.settings_dict["NAME"])
-    before = found(db)
+    media = Path(settings.MEDIA_ROOT)
+    before = {**found(db), **found_media(media)}
     if mode == "blocked":
         print(json.dumps(_erase_behind_a_reader(db)))
         return
@@ -181,7 +216,13 @@ def main(mode: str) -> None:
     # Scanned with the connection still open: closing the last connection would checkpoint
     # the WAL by itself and hide what an erasure leaves in it.
     print(
-        json.dumps({"before": before, "after": found(db), "files": [p.name for p in db_files(db)]})
+        json.dumps(
+            {
+                "before": before,
+                "after": {**found(db), **found_media(media)},
+                "files": [p.name for p in db_files(db)],
+            }
+        )
     )
 
 

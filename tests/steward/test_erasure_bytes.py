@@ -1,7 +1,8 @@
 """Erasure leaves no bytes (issue 19, item 4): on a file-backed SQLite database, after
-`telha gdpr_erase` a raw byte scan of the database file and its WAL finds none of the
-person's email, name or aliases — while the in-tenant executor alone (no secure_delete,
-no checkpoint) leaves them in both. Each run is a child process with its own database
+`telha gdpr_erase` a raw byte scan of the database file and its WAL, and of the stored
+uploads' names and bytes, finds none of the person's email, name or aliases (nor their
+forms in stored file names, issue 28 item 3) — while the in-tenant executor alone (no
+secure_delete, no checkpoint) leaves them in both. Each run is a child process with its own database
 (`tests/steward/erasure_bytes_child.py`)."""
 
 import json
@@ -55,7 +56,9 @@ def test_gdpr_erase_leaves_no_bytes_in_the_sqlite_file_or_its_wal(tmp_path):
     # Before: every needle is in the files (the scan can find them).
     before = {n for hits in result["before"].values() for n in hits}
     needles = {"email", "name", "slackUserId", "teamsUserId", "aadOid", "upn", "searchTerm"}
+    needles |= {"storedName", "storedEmail"}  # uploads' stored names (issue 28 item 3)
     assert before == needles, result
+    assert any(path.startswith("documents/") for path in result["before"]), result
     assert result["after"] == {}, result
     assert "telha.sqlite3" in result["files"]
 

@@ -4,10 +4,12 @@ evidence survives; `gdpr_erase` is the full executor, after which no table holds
 person's id, email or aliases except the tombstone row's primary key."""
 
 import json
+import re
 import uuid
 from pathlib import Path
 from typing import Any
 
+import pytest
 from django.apps import apps
 from django.contrib.auth import get_user_model
 from django.contrib.sessions.models import Session
@@ -24,7 +26,9 @@ from clarify.stewardship import (
 from delivery.actions import ANSWERED, DROPPED, card_action_process
 from delivery.ask import respond
 from delivery.models import CardAction, ChatTurn, Delivery, TeamsConversation
+from privacy.filenames import FileNameSubject
 from telha.graph.models import Node, NodeVersion
+from telha.ingest.models import Document
 from telha.ingest.uploads import document_upload
 from telha.jobs.models import JobStatus
 from telha.tenancy.models import ApiKey, Person, PersonAlias
@@ -358,6 +362,30 @@ def test_clarify_gdpr_tombstone_extension(
         uploaded_by=f"key:{alice_id}",
     )
     memo_path = Path(memo.file.path)
+    assert memo_path.name == f"{memo.pk}.eml"  # stored under its id, not her name
+    # Uploads whose names name her while their content does not (issue 28 item 3): three
+    # stored the way uploads were before they got neutral names — storage rewrote "Alice
+    # Author CV.txt" to Alice_Author_CV.txt (and the second one of that name to
+    # Alice_Author_CV_xxxxxxx.txt) and "alice@acme.test-notes.txt" to
+    # aliceacme.test-notes.txt — and two uploaded since, her name glued or underscored.
+    named: list[Any] = []
+    for uploaded in ("Alice Author CV.txt", "Alice Author CV.txt", "alice@acme.test-notes.txt"):
+        doc = document_upload(
+            tenant=workspace, filename=uploaded, content=ContentFile(b"A plain CV."), size=11
+        )
+        doc.file.delete(save=False)
+        doc.file.save(uploaded, ContentFile(b"A plain CV."), save=True)  # the old naming
+        named.append(doc)
+    stored = [Path(d.file.name).name for d in named]
+    assert stored[0] == "Alice_Author_CV.txt" and stored[2] == "aliceacme.test-notes.txt"
+    assert re.fullmatch(r"Alice_Author_CV_[A-Za-z0-9]{7}\.txt", stored[1]), stored
+    for uploaded in ("AliceAuthor-notes.md", "Alice_Author_review.txt"):
+        named.append(
+            document_upload(
+                tenant=workspace, filename=uploaded, content=ContentFile(b"Notes."), size=6
+            )
+        )
+    named_paths = [Path(d.file.path) for d in named]
     # Her Teams conversation reference (a chat identity).
     TeamsConversation.objects.create(
         tenant=workspace,
@@ -410,6 +438,8 @@ def test_clarify_gdpr_tombstone_extension(
     alias_values = list(PersonAlias.objects.filter(person=alice).values_list("value", flat=True))
     assert set(alias_values) == {"alice@acme.test", "U0ALICE", "oid-alice", "29:alice-teams"}
     needles = {alice_id, uuid.UUID(alice_id).hex, "Alice Author", *alias_values}
+    # Her name and email as stored file names hold them.
+    needles |= {"Alice_Author", "AliceAuthor", "aliceacme.test"}
     # She is all over the database before...
     before = _dump_everything()
     assert {table for table, _, _, text in before if "U0ALICE".lower() in text.lower()}
@@ -420,7 +450,7 @@ def test_clarify_gdpr_tombstone_extension(
     assert out["clarifications"] == 3 and out["jobs"] >= 2 and out["deliveries"] == 2
     # Her email, upn (her userName, the email), Slack and Teams ids and Entra object id.
     assert out["aliases"] == 5 and out["chatIdentities"] == 1
-    assert out["sourceTexts"] == 2 and out["documents"] == 1 and out["factVersions"] >= 1
+    assert out["sourceTexts"] == 2 and out["documents"] == 6 and out["factVersions"] >= 1
     assert not TeamsConversation.objects.filter(person_id=alice_id).exists()
     # Her mentions in stored text are redacted: a source text bar for bar (offsets, and
     # so spans and excerpts, stay true), everything else with the "erased" marker.
@@ -436,6 +466,21 @@ def test_clarify_gdpr_tombstone_extension(
     assert not memo_path.exists()  # the old stored file is gone
     assert Path(memo.file.path).read_bytes() == b"From: erased <erased>\nSubject: MSA\n\nSee ya.\n"
     assert memo.size == len(Path(memo.file.path).read_bytes())
+    # Whatever their content, uploads whose names named her — as uploaded or as stored —
+    # are stored under a neutral name now, their content kept; the old files are gone.
+    for doc, old_path in zip(named, named_paths, strict=True):
+        doc.refresh_from_db()
+        assert Path(doc.file.name).name.startswith(str(doc.pk)), doc.file.name
+        assert Path(doc.file.path).read_bytes() in (b"A plain CV.", b"Notes.")
+        if old_path != Path(doc.file.path):
+            assert not old_path.exists()
+    assert [d.filename for d in named] == [
+        "erased CV.txt",
+        "erased CV.txt",
+        "erased-notes.txt",
+        "erased-notes.md",
+        "erased_review.txt",
+    ]
     meeting = NodeVersion.objects.get(node__key="minutes-1", tx_to__isnull=True)
     assert meeting.properties == {"name": "Legal sync", "actions": "erased to send"}
     assert "alice" not in meeting.search_text
@@ -485,13 +530,55 @@ def test_clarify_gdpr_tombstone_extension(
 
     # Then: a scan of every table. The only mention left is the tombstone's primary key.
     assert _leftovers(needles, alice_id) == []
-    # ...and of every stored upload, by name and content.
+    # ...and of every stored upload, by name and content: each is named after its
+    # document's id (no form of her name or email, random insertions included).
+    ids = {str(pk) for pk in Document.objects.values_list("pk", flat=True)}
     for path in tmp_path.rglob("*"):
         if path.is_file():
             text = f"{path.name}\n{path.read_bytes().decode(errors='replace')}".lower()
             assert not any(n.lower() in text for n in needles), path
+            assert path.name[:36] in ids, path
     # The decide page still shows B's excerpt.
     assert SPAN_TEXT in Clarification.objects.get(pk=b.pk).source_version.text
+
+
+def test_an_uploads_source_id_naming_the_person_is_erased_on_both_sides(people, settings, tmp_path):
+    """An uploader's own source id naming her: on the source its job wrote and on the
+    document, kept the same (the admin's text view and a later version still find it);
+    on a document whose job has not run yet, on the document alone."""
+    from unittest import mock
+
+    from telha.graph.models import Source
+    from telha.jobs.tasks import work
+
+    settings.MEDIA_ROOT = str(tmp_path)
+    workspace = people["alice"].tenant
+    applied = document_upload(
+        tenant=workspace,
+        filename="cv.md",
+        content=ContentFile(b"Signed on 12 June 2026.\n"),
+        size=24,
+        external_id="people/alice-author/cv",
+    )
+    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+        assert work("ingest:document", max_seconds=5) == 1
+    waiting = document_upload(
+        tenant=workspace,
+        filename="notes.md",
+        content=ContentFile(b"Notes.\n"),
+        size=7,
+        external_id="people/alice-author/notes",
+    )
+    assert Source.objects.get(system="upload").external_id == "people/alice-author/cv"
+
+    cli("gdpr_erase", "--tenant", "acme", "--person", "alice@acme.test")
+
+    applied.refresh_from_db()
+    waiting.refresh_from_db()
+    source = Source.objects.get(system="upload")
+    assert source.external_id == applied.external_id == "people/erased/cv"
+    assert applied.source_version.source == source
+    assert waiting.external_id == "people/erased/notes"
 
 
 def test_gdpr_erase_of_a_steward_leaves_no_trace(
@@ -607,3 +694,30 @@ def test_what_the_erasure_redacts_in_free_text():
     assert len(masked) == len(text) and masked.startswith("Mail " + "\u2588" * 15 + " or ")
     assert ErasureSubject(terms=[], name="Sam").pattern.search("Sam said") is None
     assert scrub({"U0ALICE": ["x U0ALICE", 3, None]}, subject) == {"erased": ["x erased", 3, None]}
+    # A name as file names and addresses write it: underscores, dots, hyphens or nothing
+    # between its words, an underscore ending it as a space does — but still whole words.
+    names = "Alice_Author_CV.pdf alice.author AliceAuthor-notes alice-author MalicE Author"
+    assert subject.text(names) == "erased_CV.pdf erased erased-notes erased MalicE Author"
+
+
+@pytest.mark.parametrize(
+    ("stored", "mentions"),
+    [
+        ("documents/2026/12/Yara_Quint_CV.txt", True),
+        ("documents/2026/12/Yara_Quint_CV_d767pek.txt", True),
+        ("documents/2026/12/zed.erasableacme.test-notes.txt", True),
+        ("documents/2026/12/zed_pB1G0C2.erasableacme.test-notes.txt", True),  # random insertion
+        ("documents/2026/12/YARAQUINT.docx", True),
+        ("documents/2026/12/notes-U0YQ.md", True),
+        ("documents/2026/12/0b3c6a52-2d54-4f59-b1a4-0d83d3b2c1aa.txt", False),
+        ("documents/2026/12/Yara_Quinton_CV.txt", True),  # squashed: a prefix is enough
+        ("documents/2026/12/zed.erasable.txt", False),  # her email's local part alone
+        ("documents/2026/12/U0YQX-notes.md", False),  # a short alias: whole words only
+    ],
+)
+def test_what_the_erasure_finds_in_stored_file_names(stored, mentions):
+    """Stored names as storage rewrites uploaded ones (spaces to underscores, "@" and
+    other punctuation dropped, "_" and seven random characters inserted before the
+    suffixes when the name is taken): compared with case and separators ignored."""
+    names = FileNameSubject(terms=["zed.erasable@acme.test", "U0YQ"], name="Yara Quint")
+    assert names.mentions(stored) is mentions

@@ -24,6 +24,8 @@ from telha.ingest.formats import (
 from telha.ingest.uploads import INGEST_DOCUMENT_KIND, document_upload
 from telha.tenancy.auth import IsIngestServiceOrSteward, caller_of
 
+EXTERNAL_ID_MAX = 500  # a source's externalId (CONTRACT §3.1)
+
 
 class UnsupportedDocument(DomainError):
     status_code = 415
@@ -75,6 +77,14 @@ class DocumentUploadView(APIView):
                     "title": serializers.CharField(required=False),
                     "acl": serializers.CharField(required=False),
                     "restriction": serializers.CharField(required=False),
+                    "externalId": serializers.CharField(
+                        required=False,
+                        max_length=EXTERNAL_ID_MAX,
+                        help_text=(
+                            "The source this file is a new version of. Without it every "
+                            "upload is a new source, whatever its file name."
+                        ),
+                    ),
                 },
             )
         },
@@ -99,11 +109,15 @@ class DocumentUploadView(APIView):
         name = PurePosixPath(upload.name or "").name
         refuse_document(upload, name)
         form: Any = request.data
-        if any("\x00" in str(form.get(field, "")) for field in ("title", "acl", "restriction")):
+        fields = ("title", "acl", "restriction", "externalId")
+        if any("\x00" in str(form.get(field, "")) for field in fields):
             raise InvalidInput("Form fields must not contain U+0000.")  # PostgreSQL can't store it
         acl = [p.strip() for p in str(form.get("acl", "")).split(",") if p.strip()]
         if not all(acl_principal_valid(p) for p in acl):
             raise InvalidInput("acl takes group:NAME, email:ADDR or aad:OID principals.")
+        external_id = str(form.get("externalId") or "").strip()
+        if len(external_id) > EXTERNAL_ID_MAX:
+            raise InvalidInput(f"externalId is at most {EXTERNAL_ID_MAX} characters.")
         caller = caller_of(request)
         document = document_upload(
             tenant=caller.tenant,
@@ -114,5 +128,6 @@ class DocumentUploadView(APIView):
             acl=acl,
             restriction=str(form.get("restriction") or "")[:100] or None,
             uploaded_by=f"key:{caller.key.pk}",
+            external_id=external_id or None,
         )
         return Response({"jobId": document.job_id, "kind": INGEST_DOCUMENT_KIND}, status=202)

@@ -1,10 +1,12 @@
 """Turn a file into a Submission (CONTRACT §3.1): detect, then shape."""
 
+import csv
+import logging
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 from typing import Any
 
-from telha.ingest.formats import LIMITS, TEXT_SUFFIXES, Refused, extract, precheck
+from telha.ingest.formats import LIMITS, TEXT_SUFFIXES, Refused, Unreadable, extract, precheck
 
 from .extracted import detect_document
 from .mail import detect_email
@@ -12,6 +14,7 @@ from .model import Detection, day_us
 from .tabular import detect_csv
 from .text import detect_text
 
+log = logging.getLogger(__name__)
 MAX_FILE_BYTES = LIMITS.file_bytes
 UnsupportedFile = (
     Refused  # every refusal of a file (unsupported, mismatching, unreadable, too large)
@@ -20,20 +23,46 @@ UnsupportedFile = (
 
 @dataclass(frozen=True)
 class FileInput:
-    name: str  # relative path: the source's externalId
+    """One file to detect: `name` picks its reader (by suffix) and is the title when the
+    file states none; `external_id` is its source's identity (default: `name`)."""
+
+    name: str
     data: bytes
     modified: datetime | None = None
+    external_id: str | None = None
+
+    @property
+    def identity(self) -> str:
+        """The source's externalId."""
+        return self.external_id or self.name
 
 
 def detect(file: FileInput, *, people_by_name: dict[str, str] | None = None) -> Detection:
     """Read and detect one file. Raises `Refused` (its reason as the message) for a file
-    that is not read: unsupported, not what its name says, encrypted, corrupt, too large."""
+    that is not read: unsupported, not what its name says, encrypted, corrupt, too large.
+    Nothing else escapes: a rule failing on a file it was not made for refuses that file
+    (`corrupt: …`, logged with its traceback), so one file never stops a folder's run."""
     suffix = precheck(file.data, file.name)
+    try:
+        return _detected(file, suffix, people_by_name)
+    except Refused:
+        raise
+    except csv.Error as exc:
+        raise Unreadable(f"corrupt: the CSV cannot be read ({exc})") from exc
+    except Exception as exc:
+        log.exception("detection failed on %s; refused as corrupt", file.name)
+        raise Unreadable(f"corrupt: the file cannot be read ({type(exc).__name__})") from exc
+
+
+def _detected(file: FileInput, suffix: str, people_by_name: dict[str, str] | None) -> Detection:
     file_date = file.modified.astimezone(UTC).date() if file.modified else None
     if suffix == ".eml":
         return detect_email(file.data, filename=file.name)
     if suffix in TEXT_SUFFIXES:
+        # Every line break a "\n" (a lone "\r" too: old Mac files; CSV cannot have it
+        # inside an unquoted field), so offsets index the text as stored.
         text = file.data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+        text = text.replace("\r", "\n")
         if suffix == ".csv":
             return detect_csv(text, filename=file.name, people_by_name=people_by_name)
         return detect_text(

@@ -1,8 +1,10 @@
-"""`telha ingest PATH... --tenant SLUG`: detect ambiguity in files and folders and apply
-the submissions (the same detection and apply as the `ingest:document` job worker), in
-batches of BATCH files (`telha.ingest.folder`): each batch's submissions are applied
-together, each document still all-or-nothing, and an unchanged file is recognised by its
-fingerprint before anything is detected or written.
+"""`telha ingest PATH... --tenant SLUG [--root DIR]`: detect ambiguity in files and
+folders and apply the submissions (the same detection and apply as the `ingest:document`
+job worker), in batches of BATCH files (`telha.ingest.folder`): each batch's submissions
+are applied together, each document still all-or-nothing, and an unchanged file is
+recognised by its fingerprint before anything is detected or written. A file's source
+is its path under `--root` (default: the current folder), however it was named
+(`telha.ingest.folder.source_external_id`); a file outside the root is refused.
 
 Streams, so peak memory stays flat however large the folder: the paths are walked twice
 (once to count them for the progress bar, once to ingest), directory by directory,
@@ -25,7 +27,6 @@ import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -33,48 +34,13 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
 from telha.graph.services import acl_principal_valid
-from telha.ingest.detection.build import MAX_FILE_BYTES, FileInput
 from telha.ingest.documents import IngestOutcome, people_by_name
-from telha.ingest.folder import FolderOptions, files_ingest
-from telha.ingest.formats import SUPPORTED, SUPPORTED_LABEL
+from telha.ingest.folder import FileRead, FolderOptions, files_ingest, files_read, iter_files
+from telha.ingest.formats import SUPPORTED_LABEL
 from telha.tenancy.models import Tenant
 
 GC_EVERY = 100  # files detected between full collections (of the run's objects only)
 BATCH = 50  # files applied together
-
-
-def _walk(folder: Path) -> Iterator[Path]:
-    """Supported files under `folder`, depth first in name order (the order of the sorted
-    paths), holding one directory listing per level, not the whole tree. Symbolic links
-    to folders are not followed."""
-    with os.scandir(folder) as entries:
-        listing = sorted(
-            (e.name, e.is_dir(follow_symlinks=False))
-            for e in entries
-            if e.is_dir(follow_symlinks=False) or Path(e.name).suffix.lower() in SUPPORTED
-        )
-    for name, is_dir in listing:
-        path = folder / name
-        if is_dir:
-            yield from _walk(path)
-        elif path.is_file():
-            yield path
-
-
-def iter_files(paths: list[str]) -> Iterator[tuple[Path, Path]]:
-    """(path, name relative to the named folder's parent) of the supported files under the
-    given paths, streamed in a stable order. A file named directly is yielded whatever its
-    type (and then reported as unsupported); inside folders only supported suffixes are
-    walked. A missing path is bad usage (exit 2)."""
-    for raw in paths:
-        path = Path(raw)
-        if path.is_dir():
-            for child in _walk(path):
-                yield child, child.relative_to(path.parent)
-        elif path.is_file():
-            yield path, Path(path.name)
-        else:
-            raise CommandError(f"no such file or folder: {raw}", returncode=2)
 
 
 @dataclass
@@ -181,12 +147,19 @@ class Command(BaseCommand):
     help = (
         f"Detect temporal ambiguity in {SUPPORTED_LABEL} files and apply them. A file that "
         "is refused (unsupported, not what its name says, encrypted, corrupt, over a "
-        "limit) is reported with its reason; the rest are still ingested."
+        "limit, outside the root) is reported with its reason; the rest are still "
+        "ingested. A file's source identity is its path under --root."
     )
 
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("paths", nargs="+")
         parser.add_argument("--tenant", required=True)
+        parser.add_argument(
+            "--root",
+            default=None,
+            help="a file's source identity is its path under this folder (default: the "
+            "current folder); files outside it are refused",
+        )
         parser.add_argument("--source-system", default="files")
         parser.add_argument(
             "--acl",
@@ -203,8 +176,14 @@ class Command(BaseCommand):
         acl = [p.strip() for p in opts["acl"].split(",") if p.strip()] or None
         if acl and not all(acl_principal_valid(p) for p in acl):
             raise CommandError("--acl takes group:NAME, email:ADDR or aad:OID", returncode=2)
+        root = Path(opts["root"] or os.getcwd())
+        if not root.is_dir():
+            raise CommandError(f"--root: no such folder: {root}", returncode=2)
         # The first pass counts (and finds a missing path before anything is written).
-        total = sum(1 for _ in iter_files(opts["paths"]))
+        try:
+            total = sum(1 for _ in iter_files(opts["paths"]))
+        except FileNotFoundError as exc:
+            raise CommandError(f"no such file or folder: {exc}", returncode=2) from None
         options = FolderOptions(
             system=opts["source_system"],
             clarify=bool(settings.CLARIFY["ENABLED"]),
@@ -219,7 +198,9 @@ class Command(BaseCommand):
         gc.freeze()  # what exists now outlives the run: not walked by its collections
         try:
             with ProgressBar(total, enabled=tty, file=self.stderr._out) as bar:
-                for outcomes in self._batches(tenant, opts["paths"], options):
+                for outcomes in self._batches(
+                    tenant, files_read(opts["paths"], root=root), options
+                ):
                     for outcome in outcomes:
                         totals.add(outcome)
                         if stream is not None:
@@ -235,19 +216,14 @@ class Command(BaseCommand):
             raise CommandError("INGEST_FAILED: no file could be ingested", returncode=1)
 
     def _batches(
-        self, tenant: Tenant, paths: list[str], options: FolderOptions
+        self, tenant: Tenant, reads: Iterator[FileRead], options: FolderOptions
     ) -> Iterator[list[IngestOutcome]]:
-        """The outcomes of each batch of BATCH files, in path order (a file over the size
-        limit is refused without being read)."""
+        """The outcomes of each batch of BATCH files, in path order (a file refused before
+        it is read — outside the root, over the size limit — is reported as such)."""
         digest = options.digest()
-        batch: list[FileInput | IngestOutcome] = []
-        for path, relative in iter_files(paths):
-            stat = path.stat()
-            if stat.st_size > MAX_FILE_BYTES:
-                batch.append(IngestOutcome(file=str(relative), error="too large: file over 10 MB"))
-            else:
-                modified = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
-                batch.append(FileInput(str(relative), path.read_bytes(), modified))
+        batch: list[FileRead] = []
+        for read in reads:
+            batch.append(read)
             if len(batch) >= BATCH:
                 yield self._ingest_batch(tenant, batch, options, digest)
                 batch = []
@@ -255,15 +231,20 @@ class Command(BaseCommand):
             yield self._ingest_batch(tenant, batch, options, digest)
 
     def _ingest_batch(
-        self,
-        tenant: Tenant,
-        batch: list[FileInput | IngestOutcome],
-        options: FolderOptions,
-        digest: bytes,
+        self, tenant: Tenant, batch: list[FileRead], options: FolderOptions, digest: bytes
     ) -> list[IngestOutcome]:
-        files = [f for f in batch if isinstance(f, FileInput)]
+        """Each file's outcome, named as the command line named it."""
+        files = [read.input for read in batch if read.input is not None]
         done = iter(files_ingest(tenant=tenant, files=files, options=options, digest=digest))
-        outcomes = [next(done) if isinstance(f, FileInput) else f for f in batch]
+        outcomes = []
+        for read in batch:
+            if read.input is None:
+                outcome = IngestOutcome(file=read.file, external_id=read.external_id)
+                outcome.error = read.error
+            else:
+                outcome = next(done)
+                outcome.file = read.file
+            outcomes.append(outcome)
         self._since_gc += len(batch)
         if self._since_gc >= GC_EVERY:
             gc.collect()
