@@ -1,0 +1,158 @@
+"""What a rule's match must also satisfy to be a temporal expression, and where its
+extent ends: precision where detection acts.
+
+- A number that is part of a longer number ("5.8", "1.2026-03-01", "2026-06-1234"), an
+  amount ("$2,000", "20%") or a label's number ("Section 12", "Exhibit 2026") is no
+  date; nor is a run of digit groups (a telephone number).
+- A word that is also an ordinary word is time only in a shape that makes it so: "May"
+  and "March" need a day or year, or a capital and a time preposition before them ("in
+  May"); "fall" and "spring" a year, "last"/"this"… or a preposition; "second" a
+  number ("30 seconds", never "a second").
+- A bare year is 1900–2099, or any year after a time preposition ("in 1776").
+- A clock time without a.m./p.m. ("10:30") needs a time preposition before it.
+- The determiner ("the", "a") belongs to an expression only when the expression heads
+  its noun phrase: "in [the third quarter]" but "the [third-quarter] loss"."""
+
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from .tagger import _Scan
+
+_MONEY = frozenset("$€£¥#§")
+_PREVIOUS_WORD = re.compile(r"([\w.'§#]+)[ \t]*$")
+TIME_PREPOSITIONS = frozenset(
+    "in on at since until till by during of from through throughout before after early "
+    "late mid last next this that each every the a an between and to or for around about "
+    "circa ca. c. as".split()
+)
+
+
+def _previous_word(scan: "_Scan", start: int) -> str:
+    m = _PREVIOUS_WORD.search(scan.low, max(0, start - 40), start)
+    return m.group(1) if m else ""
+
+
+def _part_of_longer_number(low: str, start: int, end: int) -> bool:
+    """Digits at either edge that continue a longer number or a digit sequence."""
+    before = low[max(0, start - 2) : start]
+    after = low[end : end + 2]
+    if low[start].isdigit():
+        if before[-1:].isdigit() or before[-1:] in _MONEY:
+            return True
+        if len(before) == 2 and before[1] in ".,/:-" and before[0].isdigit():
+            return True
+        if len(before) == 2 and before[1] == " " and before[0].isdigit():
+            return True  # "20 2026 0612": a telephone number
+    if low[end - 1].isdigit():
+        if after[:1].isdigit() or after[:1] == "%":
+            return True
+        if len(after) == 2 and after[0] in ".,/:-" and after[1].isdigit():
+            return True
+        if len(after) == 2 and after[0] == " " and after[1].isdigit() and low[start].isdigit():
+            return True
+    return False
+
+
+def _capitalised(scan: "_Scan", start: int, end: int) -> bool:
+    return scan.text[start : start + 1].isupper()
+
+
+def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
+    """ "May"/"March" (ambiguous words of the language) as months."""
+    word = m.group("month")
+    key = word.lower().rstrip(".")
+    if key not in scan.g.lang.ambiguous:
+        return True
+    has_year = bool(m.groupdict().get("year"))
+    if has_year:
+        return True
+    if not _capitalised(scan, m.start("month"), m.end("month")):
+        return False
+    if m.groupdict().get("day"):
+        return True
+    if m.groupdict().get("shift") or m.groupdict().get("modifier"):
+        return True
+    return _previous_word(scan, m.start()) in TIME_PREPOSITIONS
+
+
+def _season_ok(scan: "_Scan", m: re.Match[str]) -> bool:
+    word = m.group("season").lower()
+    if word not in scan.g.lang.ambiguous:
+        return True
+    groups = m.groupdict()
+    if groups.get("year") or groups.get("shift") or groups.get("modifier"):
+        return True
+    previous = _previous_word(scan, m.start())
+    return previous in ("in", "during", "since", "until", "by", "before", "after", "through")
+
+
+def _unit_ok(scan: "_Scan", m: re.Match[str]) -> bool:
+    """An ambiguous unit word ("second") counts only after a stated number."""
+    word = m.group("unit").lower()
+    if word not in scan.g.lang.ambiguous:
+        return True
+    amount = (m.groupdict().get("amount") or "").lower()
+    if not amount or amount in ("a", "an"):
+        return False
+    return True
+
+
+def _year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
+    """A bare year: 1900–2099, or any after a time preposition; not a label's number."""
+    year = int(m.group("year"))
+    previous = _previous_word(scan, m.start())
+    if previous in scan.g.lang.number_labels:
+        return False
+    if m.group(0) != m.group("year"):
+        return True  # "the year 1776", "early 1990"
+    if 1900 <= year <= 2099:
+        return True
+    return previous in TIME_PREPOSITIONS
+
+
+def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
+    """Whether a rule's match may be read at all (see the module's rules)."""
+    low, start, end = scan.low, m.start(), m.end()
+    text = m.group(0)
+    if (text[0].isdigit() or text[-1].isdigit()) and _part_of_longer_number(low, start, end):
+        return False
+    if text[0].isdigit() and _previous_word(scan, start) in scan.g.lang.number_labels:
+        return False
+    groups = m.groupdict()
+    if groups.get("month") and not _month_ok(scan, m, kind):
+        return False
+    if groups.get("season") and not _season_ok(scan, m):
+        return False
+    if groups.get("unit") and not _unit_ok(scan, m):
+        return False
+    if kind == "year" and groups.get("year") and not _year_ok(scan, m):
+        return False
+    if groups.get("hour24") and not groups.get("weekday") and not groups.get("deictic"):
+        if _previous_word(scan, start) not in ("at", "by", "from", "until", "till", "to",
+                                               "before", "after", "around", "about"):
+            return False
+    return True
+
+
+def trimmed(scan: "_Scan", m: re.Match[str], kind: str) -> tuple[int, int]:
+    """The expression's extent: the match, less a leading determiner when the
+    expression modifies a noun after it ("the [third-quarter] loss", "a [two-year]
+    option") — unless the determiner is the expression's amount ("a year ago")."""
+    start, end = m.start(), m.end()
+    first = scan.low[start:end].split(None, 1)[0] if scan.low[start:end].strip() else ""
+    lang = scan.g.lang
+    if first not in lang.determiners:
+        return start, end
+    if m.groupdict().get("amount") is not None and m.start("amount") == start:
+        return start, end
+    following = scan.next_word(end)
+    noun = bool(following) and following not in lang.function_words and not (
+        following.endswith("ed") and len(following) > 4
+    )
+    if noun:
+        cut = start + len(first)
+        while cut < end and scan.low[cut].isspace():
+            cut += 1
+        return cut, end
+    return start, end

@@ -1,0 +1,245 @@
+"""A language table compiled once into what the tagger runs: one prefilter that finds
+head words (month and weekday names, units, deictic and reference words…) and the
+digit shapes that can be dates, and the phrase rules indexed by the kind of head they
+contain, each compiled once.
+
+No pattern has a quantified group inside another quantified group: every repetition is
+of a character class, a literal word list or a fixed sequence, so matching is linear in
+the characters it looks at (see tests/ingest/test_temporal_speed.py)."""
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+
+from .lang import Language, Rule, language
+
+# A separator inside a phrase: spaces, or a hyphen ("third-quarter", "mid-1990s").
+LETTER_BOUNDARY = r"(?![^\W\d_])"
+
+
+def _words(entries: Iterable[str]) -> str:
+    """An alternation of vocabulary entries, longest first (so "years" before "year");
+    a space in an entry matches any white space or a hyphen."""
+    escaped = sorted({e for e in entries}, key=lambda e: (-len(e), e))
+    return "|".join(re.escape(e).replace(r"\ ", r"[\s-]+") for e in escaped)
+
+
+def _month_slot(lang: Language) -> str:
+    """Month names; an abbreviation ("Jan", "Sept") may carry its dot."""
+    full = {n for n, i in lang.months.items() if not any(
+        o != n and o.startswith(n) and lang.months[o] == i for o in lang.months)}
+    short = set(lang.months) - full
+    return f"(?:{_words(full)}|(?:{_words(short)})\\.?){LETTER_BOUNDARY}"
+
+
+def _number_slot(lang: Language) -> str:
+    """An amount: digits (1, 2.5, 5 1/2), a number word or a vague amount ("several"),
+    with an optional repetition in digits ("three (3)")."""
+    words = _words([*lang.numbers, *lang.fuzzy_amounts])
+    return (
+        rf"(?:\d{{1,4}}(?:[.,]\d{{1,2}})?(?:\s+1/2)?(?!\d)|(?:{words}){LETTER_BOUNDARY})"
+        r"(?:\s*\(\d{1,4}(?:\.\d{1,2})?\))?"
+    )
+
+
+def _spoken_year_slot(lang: Language) -> str:
+    """A year said in words ("nineteen ninety-one", "two thousand"): number words."""
+    words = _words(w for w in lang.numbers if " " not in w and w.isalpha())
+    return rf"(?:{words})(?:[\s-]+(?:{words}|hundred|thousand|and)){{1,3}}{LETTER_BOUNDARY}"
+
+
+def _day_slot(lang: Language) -> str:
+    days = _words(w for w, n in lang.ordinals.items() if 1 <= n <= 31)
+    return rf"(?:(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th|\.)?(?!\d)|(?:{days}){LETTER_BOUNDARY})"
+
+
+YEAR = r"(?:1[0-9]\d\d|20\d\d|21\d\d)(?!\d|[.,]\d)"
+CLOCK = (
+    r"(?P<hour>[01]?\d|2[0-3])(?:[:.](?P<minute>[0-5]\d))?\s?(?P<ampm>[ap]\.?m\b\.?|[ap]\.m\.)"
+    r"|(?P<hour24>[01]?\d|2[0-3]):(?P<minute24>[0-5]\d)(?!\d|[:.,]\d)(?:\s?h\b)?"
+)
+ISO = (
+    r"(?P<iso_year>1\d\d\d|2\d\d\d)-(?P<iso_month>0[1-9]|1[0-2])-(?P<iso_day>0[1-9]|[12]\d|3[01])"
+    r"(?:t(?P<iso_hour>[01]\d|2[0-3]):(?P<iso_minute>[0-5]\d)(?::[0-5]\d(?:\.\d{1,6})?)?"
+    r"(?:z|[+-]\d\d:?\d\d)?)?(?!\d|[.-]\d)"
+)
+NUMERIC = (
+    r"(?P<n1>\d{1,2})(?P<sep>[/.])(?P<n2>\d{1,2})(?P=sep)(?P<n3>\d{4}|\d{2})(?!\d|[./-]\d)"
+)
+
+
+def slot_patterns(lang: Language) -> dict[str, str]:
+    """What each `{slot}` of a rule template stands for in this language."""
+    return {
+        "month": _month_slot(lang),
+        "weekday": f"(?:{_words(lang.weekdays)}){LETTER_BOUNDARY}",
+        "day": _day_slot(lang),
+        "year": YEAR,
+        "iso": ISO,
+        "numeric": NUMERIC,
+        "clock": CLOCK,
+        "amount": _number_slot(lang),
+        "ordinal": rf"(?:\d{{1,2}}(?:st|nd|rd|th)|(?:{_words(lang.ordinals)}){LETTER_BOUNDARY})",
+        "unit": f"(?:{_words(lang.units)}){LETTER_BOUNDARY}",
+        "shift": f"(?:{_words(lang.shifts)}){LETTER_BOUNDARY}",
+        "deictic": f"(?:{_words(lang.deictic_days)}){LETTER_BOUNDARY}",
+        "part": f"(?:{_words(lang.parts_of_day)}){LETTER_BOUNDARY}",
+        "season": f"(?:{_words(lang.seasons)}){LETTER_BOUNDARY}",
+        "reference": f"(?:{_words(lang.references)}){LETTER_BOUNDARY}",
+        "set": f"(?:{_words(lang.sets)}){LETTER_BOUNDARY}",
+        "modifier": f"(?:{_words(lang.modifiers)}){LETTER_BOUNDARY}",
+        "approximation": f"(?:{_words(lang.approximations)}){LETTER_BOUNDARY}",
+        "decade": rf"(?:\d\d\d0'?s|'\d0s|(?:{_words(lang.decades)}){LETTER_BOUNDARY})",
+        "holiday": f"(?:{_words(lang.holidays)}){LETTER_BOUNDARY}",
+        "spoken_year": _spoken_year_slot(lang),
+    }
+
+
+# The kind of head a slot holds: a rule is tried at a head of any kind it contains.
+SLOT_HEADS = {
+    "month": ("month",),
+    "weekday": ("weekday",),
+    "year": ("year",),
+    "iso": ("year",),
+    "numeric": ("numeric",),
+    "clock": ("clock",),
+    "unit": ("unit",),
+    "deictic": ("deictic",),
+    "part": ("part",),
+    "season": ("season",),
+    "reference": ("reference",),
+    "set": ("set",),
+    "decade": ("decade", "year"),
+    "holiday": ("holiday",),
+    "spoken_year": ("spoken",),
+}
+# Vocabulary slots whose words are heads (found by the prefilter).
+HEAD_VOCABULARY = {
+    "month": "months",
+    "weekday": "weekdays",
+    "unit": "units",
+    "deictic": "deictic_days",
+    "part": "parts_of_day",
+    "season": "seasons",
+    "reference": "references",
+    "set": "sets",
+    "decade": "decades",
+    "holiday": "holidays",
+}
+# Digit heads: the prefilter's digit alternatives, each a kind of head.
+DIGIT_HEADS = (
+    ("numeric", r"\d{1,2}[/.]\d{1,2}[/.]\d{2,4}(?!\d)"),
+    ("year", r"\d\d\d\d(?!\d)"),
+    ("clock", r"\d{1,2}(?:[:.][0-5]\d)?\s?[ap]\.?m\b|\d{1,2}:[0-5]\d(?!\d)"),
+    ("quarter_code", r"[qh][1-4](?![\w])"),
+    ("fiscal", r"fy\s?\d\d(?:\d\d)?(?!\d)"),
+    ("decade", r"'\d0s\b"),
+)
+_SLOT = re.compile(r"\{([a-z_]+?)(\d?)\}")
+
+
+@dataclass(frozen=True)
+class CompiledRule:
+    kind: str
+    pattern: re.Pattern[str]
+    heads: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Grammar:
+    """A language ready to run: `prefilter` finds heads (group `w`: a word, looked up in
+    `head_kinds`; the other groups: digit heads, named by kind); `rules` by head kind;
+    `glue`: the words that may stand before a head inside an expression."""
+
+    lang: Language
+    prefilter: re.Pattern[str]
+    at_start: re.Pattern[str]
+    head_kinds: Mapping[str, frozenset[str]]
+    rules: Mapping[str, tuple[CompiledRule, ...]]
+    glue: frozenset[str]
+    future: re.Pattern[str]
+    past: re.Pattern[str]
+
+
+def _head_words(lang: Language) -> dict[str, set[str]]:
+    """Each head word (the last word of a multi-word entry) → the kinds it heads."""
+    kinds: dict[str, set[str]] = {}
+    for slot, attribute in HEAD_VOCABULARY.items():
+        for entry in getattr(lang, attribute):
+            word = entry.split()[-1]
+            kinds.setdefault(word, set()).update(SLOT_HEADS[slot][:1])
+    for word, kind in lang.extra_heads.items():
+        kinds.setdefault(word, set()).add(kind)
+    return kinds
+
+
+def _literal_words(template: str) -> set[str]:
+    """The words a template spells out (outside its slots and escapes)."""
+    bare = _SLOT.sub(" ", template)
+    bare = re.sub(r"\(\?P<\w+>|\(\?P=\w+\)|\\[a-zA-Z]|\(\?[:!=<]+", " ", bare)
+    return set(re.findall(r"[^\W\d_]+(?:-[^\W\d_]+)*", bare))
+
+
+def _compile_rule(
+    rule: Rule, slots: Mapping[str, str], heads: Mapping[str, set[str]]
+) -> CompiledRule:
+    kinds: set[str] = set()
+
+    def expand(m: re.Match[str]) -> str:
+        name, number = m.group(1), m.group(2)
+        if name not in slots:
+            raise ValueError(f"unknown slot {{{name}}} in {rule.template!r}")
+        kinds.update(SLOT_HEADS.get(name, ()))
+        group = f"{name}{number}"
+        return f"(?P<{group}>{slots[name]})"
+
+    body = _SLOT.sub(expand, rule.template)
+    for word in _literal_words(rule.template):
+        for part in {word, *word.split("-")}:
+            kinds.update(heads.get(part, ()))
+    if rule.template.startswith("(?P<q_letter>"):
+        kinds.add("quarter_code")
+    pattern = re.compile(f"(?:{body})(?![^\\W_])")
+    return CompiledRule(rule.kind, pattern, frozenset(kinds))
+
+
+def _glue(lang: Language, templates: Iterable[str]) -> frozenset[str]:
+    words = set(lang.glue)
+    for table in (lang.numbers, lang.ordinals, lang.shifts, lang.modifiers,
+                  lang.approximations, lang.weekdays):
+        for entry in table:
+            words.update(entry.split())
+    for entry in (*lang.fuzzy_amounts, *lang.references, *lang.holidays, *lang.sets):
+        words.update(entry.split()[:-1])
+    for template in templates:
+        words.update(w for w in _literal_words(template) if len(w) > 1)
+    return frozenset(words)
+
+
+@cache
+def grammar(code: str = "en") -> Grammar:
+    """The compiled grammar of a language (compiled on first use, then shared)."""
+    lang = language(code)
+    slots = slot_patterns(lang)
+    heads = _head_words(lang)
+    compiled = [_compile_rule(rule, slots, heads) for rule in lang.rules]
+    by_kind: dict[str, list[CompiledRule]] = {}
+    for rule in compiled:
+        for kind in rule.heads:
+            by_kind.setdefault(kind, []).append(rule)
+    words = _words(heads)
+    digits = "|".join(f"(?P<{kind}>{pattern})" for kind, pattern in DIGIT_HEADS)
+    head = rf"(?:(?P<w>{words}){LETTER_BOUNDARY}|{digits})"
+    return Grammar(
+        lang=lang,
+        # The character before a head is no letter or digit: matching that character
+        # first lets the regular-expression engine skip ahead to candidates quickly.
+        prefilter=re.compile(rf"[^\w]{head}"),
+        at_start=re.compile(head),
+        head_kinds={w: frozenset(k) for w, k in heads.items()},
+        rules={k: tuple(v) for k, v in by_kind.items()},
+        glue=_glue(lang, (r.template for r in lang.rules)),
+        future=re.compile(lang.future_markers),
+        past=re.compile(lang.past_markers),
+    )

@@ -1,0 +1,73 @@
+"""Per-language tables of the temporal tagger: the vocabulary (month and weekday names,
+number and ordinal words, units, relative words…) and the phrase rules that combine it.
+
+A language is data, not code: `Language` holds its words and `Rule`s (regular-expression
+templates over named slots such as `{month}`, `{day}`, `{amount}`, each with a `kind`
+that says how the language-neutral normaliser reads the match). Adding a language is a
+new module with a `LANGUAGE` table registered in `LANGUAGES`."""
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One phrase shape. `template` is a regular expression over the lower-cased text in
+    which `{slot}` stands for a vocabulary (see `grammar.SLOTS`); `kind` names the
+    normaliser that turns a match into a TIMEX3 type and value."""
+
+    kind: str
+    template: str
+
+
+@dataclass(frozen=True)
+class Language:
+    """Everything the tagger knows about one language. Words are lower case; a
+    multi-word entry is written with single spaces (it matches any white space)."""
+
+    code: str
+    months: Mapping[str, int]  # name or abbreviation -> 1..12
+    weekdays: Mapping[str, int]  # name -> 0 (Monday) .. 6
+    numbers: Mapping[str, int]  # number words -> value ("zwei", "twenty")
+    ordinals: Mapping[str, int]  # "first" -> 1
+    units: Mapping[str, str]  # "year"/"years" -> Y, M, W, D, H, MIN, S, Q, DE, CE
+    shifts: Mapping[str, int]  # "last" -> -1, "next" -> 1, "this" -> 0
+    deictic_days: Mapping[str, int]  # "today" -> 0, "yesterday" -> -1
+    parts_of_day: Mapping[str, str]  # "morning" -> MO
+    seasons: Mapping[str, str]  # "summer" -> SU
+    references: Mapping[str, str]  # "now" -> PRESENT_REF
+    sets: Mapping[str, str]  # "daily" -> P1D
+    modifiers: Mapping[str, str]  # "early" -> START (TimeML mod)
+    approximations: Mapping[str, str]  # "about" -> APPROX
+    fuzzy_amounts: frozenset[str]  # "several", "a few": an amount not stated
+    decades: Mapping[str, int]  # "nineties" -> 90
+    holidays: Mapping[str, str]  # "christmas" -> "12-25"; "thanksgiving" -> "11-TH4"
+    rules: tuple[Rule, ...]
+    # Words that may stand before a head word inside an expression ("the", "last",
+    # "early", "of"…): where the tagger looks for the expression's start.
+    glue: frozenset[str]
+    # Determiners an expression keeps only when it heads its noun phrase ("the third
+    # quarter ended…", but "the [third-quarter] loss").
+    determiners: frozenset[str]
+    # Words after which an expression still heads its phrase (prepositions, verbs…).
+    function_words: frozenset[str]
+    # Words before a number that make it no date (section and clause numbers, money).
+    number_labels: frozenset[str]
+    # Lower-case words that are also ordinary words ("may", "march", "second"): read as
+    # time only in the shapes `ambiguous_ok` allows (see tagger).
+    ambiguous: frozenset[str]
+    future_markers: str  # a regular expression: the sentence speaks of the future
+    past_markers: str  # a regular expression: the sentence speaks of the past
+    day_first: bool = False  # 03/04/2026: 3 April (True) or 4 March (False)
+    extra_heads: Mapping[str, str] = field(default_factory=dict)  # literal head words
+
+
+def language(code: str) -> Language:
+    """The table of a language by its code ("en", "de")."""
+    from . import de, en
+
+    tables = {"en": en.LANGUAGE, "de": de.LANGUAGE}
+    try:
+        return tables[code]
+    except KeyError:
+        raise LookupError(f"no temporal vocabulary for language {code!r}") from None

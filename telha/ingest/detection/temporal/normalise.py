@@ -1,0 +1,685 @@
+"""From a rule's match to a TIMEX3 type and value: language-neutral readers, one per rule
+kind, that look the matched words up in the language's tables and resolve relative and
+deictic expressions against the reference date (the document's) — or, for anaphoric
+ones ("the following year", "a year earlier"), against the last date the text named
+(its focus), as TimeML's guidelines and the TempEval-3 annotations do."""
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, timedelta
+
+from .lang import Language
+from .periods import UNIT_GRAINS, Period, duration_value, month_add, period_of
+
+PAST, FUTURE = -1, 1
+
+
+@dataclass
+class Reading:
+    """What a match means: TIMEX3 type and value, plus what detection uses."""
+
+    type: str
+    value: str
+    period: Period | None = None  # a DATE/TIME's calendar period, when it has one
+    mod: str = ""
+    anchored: bool = False  # resolved against the reference date or the focus
+    amount: float | None = None  # a DURATION's or SET's amount and unit
+    unit: str = ""
+    time: str = ""  # a TIME's clock ("14:00") or part of day ("MO")
+
+
+@dataclass
+class Context:
+    """What a reader may use besides its match: the language, the reference date (None:
+    values stay unresolved, e.g. XXXX-06-12), the last period the text named, and the
+    tense of the sentence around the match (computed on demand)."""
+
+    lang: Language
+    reference: date | None
+    tense: Callable[[], int | None]
+    focus: Period | None = None
+    groups: dict[str, str | None] = field(default_factory=dict)
+
+    def word(self, name: str) -> str | None:
+        value = self.groups.get(name)
+        return " ".join(value.split()).replace("- ", "-") if value else None
+
+
+def _lookup(table: dict[str, object] | object, text: str | None) -> object:
+    if text is None:
+        return None
+    key = re.sub(r"[\s-]+", " ", text).strip()
+    return table.get(key) if isinstance(table, dict) else None  # type: ignore[union-attr]
+
+
+def number(lang: Language, text: str | None) -> float | None:
+    """The value of an amount ("three (3)", "2.5", "5 1/2", "twenty-four"), None for a
+    vague one ("several")."""
+    if text is None:
+        return None
+    text = re.sub(r"\s*\(.*\)$", "", text.strip())
+    if re.fullmatch(r"\d+(?:[.,]\d+)?", text):
+        return float(text.replace(",", "."))
+    if m := re.fullmatch(r"(\d+)\s+1/2", text):
+        return int(m.group(1)) + 0.5
+    key = re.sub(r"[\s-]+", " ", text)
+    if key in lang.fuzzy_amounts:
+        return None
+    value = lang.numbers.get(key)
+    return float(value) if value is not None else None
+
+
+def _amount_value(amount: float | None) -> float | None:
+    return amount
+
+
+def month_number(lang: Language, text: str | None) -> int | None:
+    if text is None:
+        return None
+    return lang.months.get(text.rstrip("."))
+
+
+def day_number(lang: Language, text: str | None) -> int | None:
+    if text is None:
+        return None
+    digits = re.match(r"\d+", text)
+    if digits:
+        return int(digits.group(0))
+    return lang.ordinals.get(re.sub(r"[\s-]+", " ", text))
+
+
+def safe_date(year: int, month: int, day: int) -> date | None:
+    try:
+        return date(year, month, day)
+    except ValueError:
+        return None
+
+
+def _mod(ctx: Context) -> str:
+    mod = ctx.word("modifier")
+    if mod:
+        return ctx.lang.modifiers.get(mod, "")
+    approx = ctx.word("approximation")
+    return ctx.lang.approximations.get(approx, "") if approx else ""
+
+
+def _pick_year(
+    ctx: Context, month: int, day: int | None = None, shift: int | None = None, months: int = 1
+) -> int:
+    """The year of a day, month or longer period (`months` long) written without one:
+    the reference's, moved back or ahead a year when "last"/"next" (`shift`) or the
+    sentence's tense says it lies on that side of the reference."""
+    ref = ctx.reference
+    assert ref is not None
+    start = safe_date(ref.year, month, day or 1) or date(ref.year, month, 1)
+    if day is not None:
+        end = start + timedelta(days=1)
+    else:
+        ey, em = month_add(ref.year, month, months)
+        end = date(ey, em, 1)
+    if shift is not None and shift < 0:
+        return ref.year - 1 if end > ref else ref.year
+    if shift is not None and shift > 0:
+        return ref.year + 1 if start <= ref else ref.year
+    if shift == 0:
+        return ref.year
+    tense = ctx.tense()
+    if tense == PAST and start > ref:
+        return ref.year - 1
+    if tense == FUTURE and end <= ref:
+        return ref.year + 1
+    return ref.year
+
+
+# --- readers ------------------------------------------------------------------------------
+
+
+def read_iso(ctx: Context) -> Reading | None:
+    g = ctx.groups
+    d = safe_date(int(g["iso_year"] or 0), int(g["iso_month"] or 0), int(g["iso_day"] or 0))
+    if d is None:
+        return None
+    if g.get("iso_hour"):
+        clock = f"{g['iso_hour']}:{g['iso_minute']}"
+        return Reading("TIME", f"{d.isoformat()}T{clock}", Period("day", d), time=clock)
+    return Reading("DATE", d.isoformat(), Period("day", d))
+
+
+def read_numeric(ctx: Context) -> Reading | None:
+    """03/04/2026 read in the language's order (month first in English); a two-digit
+    year is in the century that puts it nearest the reference."""
+    g = ctx.groups
+    a, b, y = int(g["n1"] or 0), int(g["n2"] or 0), g["n3"] or ""
+    day, month = (a, b) if ctx.lang.day_first else (b, a)
+    year = int(y)
+    if len(y) == 2:
+        base = (ctx.reference or date(2000, 1, 1)).year
+        year = min((c * 100 + year for c in (base // 100 - 1, base // 100, base // 100 + 1)),
+                   key=lambda c: abs(c - base))
+    d = safe_date(year, month, day)
+    if d is None:
+        return None
+    return Reading("DATE", d.isoformat(), Period("day", d))
+
+
+def read_date(ctx: Context) -> Reading | None:
+    """A calendar date or month: "12 June 2026", "June 12", "June 2026", "last November",
+    "June last year"; a missing year comes from the reference (tense decides the side)."""
+    lang = ctx.lang
+    month = month_number(lang, ctx.word("month"))
+    if month is None:
+        return None
+    day = day_number(lang, ctx.word("day"))
+    year_text = ctx.word("year")
+    shift = ctx.word("shift")
+    year_shift = ctx.word("year_shift")
+    anchored = year_text is None
+    if year_text is not None:
+        year = int(year_text)
+    elif ctx.reference is None:
+        return _unanchored_date(month, day)
+    elif year_shift is not None:
+        year = ctx.reference.year + lang.shifts.get(year_shift, 0)
+    else:
+        explicit = lang.shifts.get(shift) if shift else None
+        year = _pick_year(ctx, month, day, explicit)
+    if day is not None:
+        d = safe_date(year, month, day)
+        if d is None:
+            return None
+        return Reading("DATE", d.isoformat(), Period("day", d), anchored=anchored)
+    p = Period("month", date(year, month, 1))
+    return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=anchored)
+
+
+def _unanchored_date(month: int, day: int | None) -> Reading | None:
+    if day is None:
+        return Reading("DATE", f"XXXX-{month:02d}", anchored=True)
+    if safe_date(2000, month, day) is None:
+        return None
+    return Reading("DATE", f"XXXX-{month:02d}-{day:02d}", anchored=True)
+
+
+def _weekday_date(ctx: Context, weekday: int, shift: int | None) -> date:
+    """The day a weekday name means: "last Friday" the one before the reference,
+    "next Friday" the one after, "this Friday" the one of its week; a bare "Friday"
+    the nearest on the side the tense says (the past when it says nothing)."""
+    ref = ctx.reference
+    assert ref is not None
+    back = (ref.weekday() - weekday) % 7
+    ahead = (weekday - ref.weekday()) % 7
+    if shift == 0:
+        return ref + timedelta(days=weekday - ref.weekday())
+    if shift is not None and shift < 0:
+        return ref - timedelta(days=back or 7)
+    if shift is not None and shift > 0:
+        return ref + timedelta(days=ahead or 7)
+    if ctx.tense() == FUTURE:
+        return ref + timedelta(days=ahead)
+    return ref - timedelta(days=back)
+
+
+def _with_part(ctx: Context, d: date | None, reading: Reading) -> Reading:
+    """Add a part of day ("Friday morning": 2013-03-22TMO) or a clock time."""
+    part = ctx.word("part")
+    if not part:
+        return reading
+    code = ctx.lang.parts_of_day.get(part, "")
+    day = d.isoformat() if d else reading.value
+    return Reading("TIME", f"{day}T{code}", reading.period, reading.mod, reading.anchored,
+                   time=code)
+
+
+def read_weekday(ctx: Context) -> Reading | None:
+    lang = ctx.lang
+    weekday = lang.weekdays.get(ctx.word("weekday") or "")
+    if weekday is None:
+        return None
+    shift_word = ctx.word("shift")
+    if shift_word in ("past", "coming", "following", "previous", "prior", "preceding"):
+        return None
+    shift = lang.shifts.get(shift_word) if shift_word else None
+    if ctx.reference is None:
+        return Reading("DATE", f"XXXX-WXX-{weekday + 1}", anchored=True)
+    d = _weekday_date(ctx, weekday, shift)
+    reading = Reading("DATE", d.isoformat(), Period("day", d), mod=_mod(ctx), anchored=True)
+    return _with_part(ctx, d, reading)
+
+
+def read_deictic(ctx: Context) -> Reading | None:
+    """today, yesterday, tomorrow, tonight (+ a part of day: "yesterday morning")."""
+    word = ctx.word("deictic") or ""
+    offset = ctx.lang.deictic_days.get(word)
+    if offset is None:
+        return None
+    if ctx.reference is None:
+        return Reading("DATE", "PRESENT_REF" if offset == 0 else
+                       ("PAST_REF" if offset < 0 else "FUTURE_REF"), anchored=True)
+    d = ctx.reference + timedelta(days=offset)
+    reading = Reading("DATE", d.isoformat(), Period("day", d), mod=_mod(ctx), anchored=True)
+    if word == "tonight" and not ctx.word("part"):
+        return Reading("TIME", f"{d.isoformat()}TNI", reading.period, anchored=True, time="NI")
+    return _with_part(ctx, d, reading)
+
+
+def read_part(ctx: Context) -> Reading | None:
+    """ "this morning", "last night", "the next morning" (the day after the focus)."""
+    shift_word = ctx.word("shift")
+    if shift_word is None or ctx.reference is None:
+        return None
+    shift = ctx.lang.shifts.get(shift_word, 0)
+    anaphoric = shift_word in ("next", "following", "previous", "same", "that")
+    base = ctx.focus.start if anaphoric and ctx.focus and ctx.focus.grain == "day" else None
+    base = base or ctx.reference
+    d = base + timedelta(days=shift)
+    code = ctx.lang.parts_of_day.get(ctx.word("part") or "", "")
+    return Reading("TIME", f"{d.isoformat()}T{code}", Period("day", d), anchored=True, time=code)
+
+
+def read_clock(ctx: Context) -> Reading | None:
+    """ "10 p.m. Wednesday", "4:30 p.m.", "noon Saturday": the day (the named one, else
+    the reference) at that time."""
+    g = ctx.groups
+    if g.get("hour") is not None:
+        hour, minute = int(g["hour"] or 0), int(g.get("minute") or 0)
+        pm = (g.get("ampm") or "").startswith("p")
+        if hour > 12 or hour == 0:
+            return None
+        hour = hour % 12 + (12 if pm else 0)
+        clock = f"{hour:02d}:{minute:02d}"
+    elif g.get("hour24") is not None:
+        clock = f"{int(g['hour24'] or 0):02d}:{g['minute24']}"
+    else:
+        clock = ctx.lang.parts_of_day.get(ctx.word("part") or "", "")
+    day: date | None = ctx.reference
+    if ctx.word("weekday") and ctx.reference is not None:
+        day = _weekday_date(ctx, ctx.lang.weekdays[ctx.word("weekday") or ""], None)
+    elif ctx.word("deictic") and ctx.reference is not None:
+        day = ctx.reference + timedelta(days=ctx.lang.deictic_days[ctx.word("deictic") or ""])
+    if day is None:
+        return Reading("TIME", f"XXXX-XX-XXT{clock}", time=clock, anchored=True)
+    if clock == "24:00":
+        return Reading("TIME", f"{day.isoformat()}T24", Period("day", day), anchored=True,
+                       time=clock)
+    return Reading("TIME", f"{day.isoformat()}T{clock}", Period("day", day), anchored=True,
+                   time=clock)
+
+
+def _unit(ctx: Context) -> str | None:
+    return ctx.lang.units.get(ctx.word("unit") or "")
+
+
+def _plural(ctx: Context) -> bool:
+    word = ctx.word("unit") or ""
+    return word.endswith("s") and ctx.lang.units.get(word[:-1]) is not None
+
+
+def read_ago(ctx: Context) -> Reading | None:
+    """ "two weeks ago", "a year earlier", "three days later": the reference (for "ago")
+    or the focus (for "earlier"/"later") moved by the amount, at the unit's grain."""
+    unit = _unit(ctx)
+    grain = UNIT_GRAINS.get(unit or "")
+    direction = ctx.word("direction") or ""
+    if grain is None or ctx.reference is None:
+        return None
+    amount = number(ctx.lang, ctx.word("amount"))
+    sign = 1 if direction in ("later", "after", "hence", "from now", "from today") else -1
+    if amount is None:
+        return Reading("DATE", "FUTURE_REF" if sign > 0 else "PAST_REF", mod=_mod(ctx),
+                       anchored=True)
+    deictic = direction in ("ago", "back", "hence", "from now", "from today")
+    base = ctx.reference
+    if not deictic and ctx.focus is not None:
+        base = ctx.focus.start
+    if grain == "year" and ctx.focus is not None and ctx.focus.grain in ("quarter", "half"):
+        p = ctx.focus.shift(sign * int(amount) * (4 if ctx.focus.grain == "quarter" else 2))
+        return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True)
+    if amount != int(amount):
+        return None
+    p = period_of(base, grain).shift(sign * int(amount))
+    return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True)
+
+
+ANAPHORIC_SHIFTS = frozenset(["following", "previous", "preceding", "prior", "same", "that"])
+
+
+def _anchor_period(ctx: Context, grain: str, shift_word: str) -> Period | None:
+    """The period "<shift> <unit>" names: anaphoric shifts ("the following year") count
+    from the focus, the others ("last year", "next quarter") from the reference."""
+    assert ctx.reference is not None
+    shift = ctx.lang.shifts.get(shift_word, 0)
+    if shift_word in ANAPHORIC_SHIFTS and ctx.focus is not None:
+        return ctx.focus.coarsen(grain).shift(shift)
+    if shift_word == "latest":
+        if ctx.focus is not None and ctx.focus.grain == grain:
+            return ctx.focus
+        return period_of(ctx.reference, grain).shift(-1 if grain == "quarter" else 0)
+    return period_of(ctx.reference, grain).shift(shift)
+
+
+def read_shifted(ctx: Context) -> Reading | None:
+    """ "last week", "next quarter", "this year", "the following year", "earlier this
+    month"; "the past year" is a duration (P1Y)."""
+    unit, shift_word = _unit(ctx), ctx.word("shift") or ""
+    if unit is None or _plural(ctx) or ctx.reference is None:
+        return None
+    text = (ctx.groups.get("_text") or "").lower()
+    if unit in ("H", "MIN", "S", "P"):
+        if text.startswith("the") and shift_word in ("past", "last", "next", "coming"):
+            return Reading("DURATION", duration_value(1, unit), amount=1, unit=unit)
+        return None
+    grain = UNIT_GRAINS.get(unit)
+    if grain is None:
+        return None
+    if text.startswith("the") and shift_word in ("past", "last", "next", "coming"):
+        if grain not in ("weekend", "day"):
+            return Reading("DURATION", duration_value(1, unit), amount=1, unit=unit)
+    if grain == "day" and shift_word not in ANAPHORIC_SHIFTS and shift_word != "next":
+        return None
+    p = _anchor_period(ctx, grain, shift_word)
+    if p is None:
+        return None
+    return Reading("DATE", p.value(), p, anchored=True)
+
+
+def read_duration(ctx: Context) -> Reading | None:
+    """ "three (3) years", "the past two months", "90 days", "two-year", "5 1/2 hours",
+    "a minute and a half"; an age ("52 years old", "6-year-old") is no duration."""
+    unit = _unit(ctx)
+    if unit is None or unit in ("P", "H1") or ctx.word("old"):
+        return None
+    if ctx.word("adjective") == "old":
+        return None
+    amount_text = ctx.word("amount")
+    amount = number(ctx.lang, amount_text)
+    if ctx.word("amount2"):
+        amount = None
+    elif amount is None and amount_text not in ctx.lang.fuzzy_amounts:
+        return None
+    if amount is not None and ctx.word("half"):
+        amount += 0.5
+    return Reading("DURATION", duration_value(amount, unit), mod=_mod(ctx), amount=amount,
+                   unit=unit)
+
+
+def _adjective(ctx: Context) -> bool:
+    text = ctx.groups.get("_text") or ""
+    return "-" in text
+
+
+def read_units(ctx: Context) -> Reading | None:
+    """A unit word on its own: "years", "recent weeks" (PXY, PXW); "the quarter" (the
+    focus's quarter); "the weekend"."""
+    unit = _unit(ctx)
+    if unit is None:
+        return None
+    text = (ctx.groups.get("_text") or "").lower()
+    if _plural(ctx):
+        if unit in ("P", "H1"):
+            return None
+        return Reading("DURATION", duration_value(None, unit), unit=unit)
+    grain = UNIT_GRAINS.get(unit)
+    if not text.startswith("the") or ctx.reference is None or ctx.word("vague"):
+        return None
+    if unit == "Q":
+        if ctx.focus is not None and ctx.focus.grain in ("quarter", "month", "day"):
+            p = ctx.focus.coarsen("quarter")
+        else:
+            p = period_of(ctx.reference, "quarter").shift(-1)
+        return Reading("DATE", p.value(), p, anchored=True)
+    if unit == "WE":
+        d = ctx.reference
+        tense = ctx.tense()
+        p = period_of(d, "weekend")
+        if tense == PAST and p.start > d:
+            p = p.shift(-1)
+        return Reading("DATE", p.value(), p, anchored=True)
+    if unit == "P" and ctx.focus is not None and ctx.focus.grain in ("quarter", "half"):
+        return Reading("DATE", ctx.focus.value(), ctx.focus, anchored=True)
+    if unit == "Y":
+        return Reading("DURATION", "P1Y", amount=1, unit="Y")
+    del grain
+    return None
+
+
+def read_quarter(ctx: Context) -> Reading | None:
+    """ "the third quarter (of 1984)", "the 1988 second quarter", "fiscal first quarter",
+    "the first half of 1990", "Q3 2026", "third-quarter": a quarter or half; with no
+    year, the reference's (the tense decides the side)."""
+    g = ctx.groups
+    letter = (g.get("q_letter") or "").lower()
+    if letter:
+        grain = "quarter" if letter == "q" else "half"
+        n = int(g.get("q_number") or 0)
+    else:
+        grain = "half" if (ctx.word("part_unit") or "") == "half" else "quarter"
+        n = ctx.lang.ordinals.get(ctx.word("ordinal") or "") or 0
+        if not n:
+            digits = re.match(r"\d+", ctx.word("ordinal") or "")
+            n = int(digits.group(0)) if digits else 0
+    count = 4 if grain == "quarter" else 2
+    if n == -1:
+        n = count
+    if not 1 <= n <= count:
+        return None
+    year_text = g.get("year") or g.get("year2") or g.get("year3")
+    months = 3 if grain == "quarter" else 6
+    if year_text:
+        year = int(year_text)
+    elif ctx.reference is None:
+        return Reading("DATE", f"XXXX-{'Q' if grain == 'quarter' else 'H'}{n}", anchored=True)
+    else:
+        year = _pick_year(ctx, (n - 1) * months + 1, months=months)
+    p = Period(grain, date(year, (n - 1) * months + 1, 1))
+    return Reading("DATE", p.value(), p, anchored=not year_text)
+
+
+def read_fiscal(ctx: Context) -> Reading | None:
+    """ "fiscal 1989", "the fiscal year 2020", "FY2020", "FY20", "the current fiscal
+    year": the (fiscal) year."""
+    text = (ctx.groups.get("_text") or "").lower()
+    year_text = ctx.word("year")
+    short = ctx.word("year_short")
+    if year_text:
+        year = int(year_text)
+    elif short:
+        year = 2000 + int(short) if int(short) < 70 else 1900 + int(short)
+    elif "year" in text and ctx.reference is not None:
+        shift = ctx.lang.shifts.get(ctx.word("shift") or "", 0)
+        if not ctx.word("shift"):
+            return Reading("DURATION", "P1Y", amount=1, unit="Y")
+        year = ctx.reference.year + shift
+    else:
+        return None
+    p = Period("year", date(year, 1, 1))
+    return Reading("DATE", p.value(), p, anchored=not (year_text or short))
+
+
+def read_season(ctx: Context) -> Reading | None:
+    lang = ctx.lang
+    code = lang.seasons.get(ctx.word("season") or "")
+    if code is None:
+        return None
+    year_text = ctx.word("year")
+    shift_word = ctx.word("shift")
+    if year_text:
+        year = int(year_text)
+    elif ctx.reference is None:
+        return Reading("DATE", f"XXXX-{code}", anchored=True)
+    else:
+        ref = ctx.reference
+        start_month = {"SP": 3, "SU": 6, "FA": 9, "WI": 12}[code]
+        shift = lang.shifts.get(shift_word) if shift_word else None
+        year = _pick_year(ctx, start_month, None, shift, 3)
+        if code == "WI" and ref.month <= 2 and shift is None:
+            year -= 1
+    start = date(year if code != "WI" else year, {"SP": 3, "SU": 6, "FA": 9, "WI": 12}[code], 1)
+    p = Period("season", start, code)
+    if code == "WI":
+        p = Period("season", date(year - 1, 12, 1), code) if year_text else p
+    return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=not year_text)
+
+
+def read_decade(ctx: Context) -> Reading | None:
+    """ "the 1990s", "the mid-1980s", "the '90s", "the nineties": 199, 198…"""
+    text = ctx.word("decade") or ""
+    if m := re.match(r"(\d\d\d)0'?s", text):
+        value = m.group(1)
+    else:
+        m2 = re.match(r"'(\d)0s", text)
+        tens = int(m2.group(1)) * 10 if m2 else ctx.lang.decades.get(text)
+        if tens is None:
+            return None
+        base = (ctx.reference or date(2000, 1, 1)).year
+        century = base // 100 if base % 100 >= tens else base // 100 - 1
+        value = f"{century}{tens // 10}"
+    p = Period("decade", date(int(value) * 10 or 1, 1, 1))
+    return Reading("DATE", value, p, mod=_mod(ctx))
+
+
+def read_century(ctx: Context) -> Reading | None:
+    word = ctx.word("ordinal") or ""
+    digits = re.match(r"\d+", word)
+    n = int(digits.group(0)) if digits else ctx.lang.ordinals.get(word, 0)
+    if not 1 <= n <= 30:
+        return None
+    p = Period("century", date((n - 1) * 100 or 1, 1, 1))
+    return Reading("DATE", f"{n - 1:02d}", p, mod=_mod(ctx))
+
+
+def read_year(ctx: Context) -> Reading | None:
+    """A year ("1998", "the year 2000", "early 1990"), the year's end, or "year-earlier"
+    / "year-ago" (the focus a year back, at its grain)."""
+    g = ctx.groups
+    if g.get("year"):
+        p = Period("year", date(int(g["year"] or 0), 1, 1))
+        return Reading("DATE", p.value(), p, mod=_mod(ctx))
+    if ctx.reference is None:
+        return None
+    if g.get("anaphor"):
+        if ctx.focus is not None and ctx.focus.grain in ("quarter", "half", "month"):
+            per_year = {"quarter": 4, "half": 2, "month": 12}[ctx.focus.grain]
+            p = ctx.focus.shift(-per_year)
+        else:
+            p = period_of(ctx.reference, "year").shift(-1)
+        return Reading("DATE", p.value(), p, anchored=True)
+    year = ctx.focus.start.year if ctx.focus is not None else ctx.reference.year
+    d = date(year, 12, 31)
+    return Reading("DATE", d.isoformat(), Period("day", d), anchored=True)
+
+
+def read_spoken_year(ctx: Context) -> Reading | None:
+    """ "nineteen ninety-one" (1991), "two thousand" (2000), "the year two thousand"."""
+    words = re.split(r"[\s-]+", ctx.word("spoken_year") or "")
+    numbers = ctx.lang.numbers
+    if len(words) >= 2 and words[1] == "thousand":
+        rest = [numbers.get(w) for w in words[2:] if w != "and"]
+        year = (numbers.get(words[0]) or 0) * 1000 + sum(r or 0 for r in rest)
+    else:
+        head = numbers.get(words[0])
+        tail_words = [w for w in words[1:] if w != "and"]
+        tail = [numbers.get(w) for w in tail_words]
+        if head is None or not 10 <= head <= 21 or any(t is None for t in tail):
+            return None
+        year = head * 100 + sum(t or 0 for t in tail)
+        if tail_words and tail_words[0] == "hundred":
+            return None
+    if not 1000 <= year <= 2199:
+        return None
+    p = Period("year", date(year, 1, 1))
+    return Reading("DATE", p.value(), p)
+
+
+def read_reference(ctx: Context) -> Reading | None:
+    if ctx.groups.get("then"):
+        return Reading("DATE", "PAST_REF", anchored=True)
+    value = ctx.lang.references.get(ctx.word("reference") or "")
+    return Reading("DATE", value, anchored=True) if value else None
+
+
+def read_set(ctx: Context) -> Reading | None:
+    """ "daily", "every quarter", "each year", "every other week", "each Thursday",
+    "Mondays": SET with the period it repeats at."""
+    lang = ctx.lang
+    word = ctx.word("set")
+    if word:
+        value = lang.sets.get(word)
+        return Reading("SET", value) if value else None
+    if ctx.word("weekday"):
+        weekday = lang.weekdays.get(ctx.word("weekday") or "")
+        if weekday is None:
+            return None
+        part = lang.parts_of_day.get(ctx.word("part") or "", "")
+        return Reading("SET", f"XXXX-WXX-{weekday + 1}" + (f"T{part}" if part else ""))
+    if ctx.word("month"):
+        month = month_number(lang, ctx.word("month"))
+        return Reading("SET", f"XXXX-{month:02d}") if month else None
+    unit = _unit(ctx)
+    if unit is None or unit in ("P", "H1") or _plural(ctx) and not ctx.word("amount"):
+        return None
+    amount = number(lang, ctx.word("amount")) if ctx.word("amount") else 1
+    if amount is None:
+        return None
+    if ctx.word("other"):
+        amount *= 2
+    return Reading("SET", duration_value(amount, unit), amount=amount, unit=unit)
+
+
+def _nth_weekday(year: int, month: int, weekday: int, n: int) -> date:
+    """The n-th (n = -1: last) `weekday` of a month."""
+    if n > 0:
+        first = date(year, month, 1)
+        return first + timedelta(days=(weekday - first.weekday()) % 7 + 7 * (n - 1))
+    ny, nm = month_add(year, month, 1)
+    last = date(ny, nm, 1) - timedelta(days=1)
+    return last - timedelta(days=(last.weekday() - weekday) % 7)
+
+
+def read_holiday(ctx: Context) -> Reading | None:
+    """A holiday: a fixed day ("12-25") or the n-th weekday of a month ("11-TH4",
+    Thanksgiving; "05-MOL", the last Monday of May)."""
+    rule = ctx.lang.holidays.get(ctx.word("holiday") or "")
+    if rule is None:
+        return None
+    month = int(rule[:2])
+    if ctx.word("year"):
+        year = int(ctx.word("year") or 0)
+    elif ctx.reference is None:
+        return None
+    else:
+        shift_word = ctx.word("shift")
+        shift = ctx.lang.shifts.get(shift_word) if shift_word else None
+        year = _pick_year(ctx, month, None, shift)
+    if rule[3:].isdigit():
+        d = date(year, month, int(rule[3:]))
+    else:
+        weekday = ["MO", "TU", "WE", "TH", "FR", "SA", "SU"].index(rule[3:5])
+        n = -1 if rule[5:] == "L" else int(rule[5:])
+        d = _nth_weekday(year, month, weekday, n)
+    return Reading("DATE", d.isoformat(), Period("day", d), anchored=not ctx.word("year"))
+
+
+READERS: dict[str, Callable[[Context], Reading | None]] = {
+    "iso": read_iso,
+    "numeric": read_numeric,
+    "date": read_date,
+    "weekday": read_weekday,
+    "deictic": read_deictic,
+    "part": read_part,
+    "clock": read_clock,
+    "ago": read_ago,
+    "shifted": read_shifted,
+    "duration": read_duration,
+    "units": read_units,
+    "quarter": read_quarter,
+    "fiscal": read_fiscal,
+    "season": read_season,
+    "decade": read_decade,
+    "century": read_century,
+    "year": read_year,
+    "spoken_year": read_spoken_year,
+    "reference": read_reference,
+    "set": read_set,
+    "holiday": read_holiday,
+}

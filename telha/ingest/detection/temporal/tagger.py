@@ -1,0 +1,241 @@
+"""The temporal tagger: finds temporal expressions in text and normalises each to a
+TimeML TIMEX3 type and value.
+
+One pass: the prefilter (grammar.Grammar.prefilter) finds head words and date-shaped
+digits; around each head the tagger looks back over the words that may open an
+expression ("the", "last", "three (3)", "early"…) and tries the language's rules
+anchored at each possible start, leftmost first, keeping the longest match that covers
+the head; the rule's reader (normalise.READERS) gives the type and value. Ambiguous
+words ("May" the modal, "march" the verb, "a second", "fall") and numbers that are
+section numbers, amounts or parts of longer numbers are refused here."""
+
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import date
+
+from .grammar import Grammar, grammar
+from .normalise import FUTURE, PAST, READERS, Context, Reading
+from .periods import Period
+
+MAX_LEFT_WORDS = 6
+LEFT_WINDOW = 60
+_LEFT_TOKEN = re.compile(
+    r"\(\d{1,4}(?:\.\d{1,2})?\)|\d+(?:[/.,:]\d+)*(?:st|nd|rd|th)?\.?|[\w'][\w'.]*"
+)
+_SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
+_NEXT_WORD = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\W\d_][\w'-]*)?")
+
+
+@dataclass(frozen=True)
+class Timex:
+    """A temporal expression: where it is in the text and its TIMEX3 `type` (DATE, TIME,
+    DURATION, SET) and `value`. For a DATE or TIME, `period` is the calendar period it
+    names (None for PRESENT_REF and the like), so `day` is the calendar day when the
+    value has day precision; `anchored` says the value was resolved against the
+    reference date or an earlier date of the text, `kind` which rule read it, `mod`
+    TimeML's modifier (START, APPROX…); a DURATION/SET has its `amount` and `unit`."""
+
+    start: int
+    end: int
+    text: str
+    type: str
+    value: str
+    kind: str
+    period: Period | None = None
+    anchored: bool = False
+    mod: str = ""
+    amount: float | None = None
+    unit: str = ""
+
+    @property
+    def day(self) -> date | None:
+        """The calendar day, when the value names one (2013-03-22, 2013-03-22T14:00)."""
+        if self.period is not None and self.period.grain == "day":
+            return self.period.start
+        return None
+
+    def as_dict(self) -> dict[str, object]:
+        """CONTRACT §2.2's shape of one date of `telha detect --json`."""
+        return {"start": self.start, "end": self.end, "text": self.text, "type": self.type,
+                "value": self.value}
+
+
+def _lower(text: str) -> str:
+    """Lower case with every offset kept (str.lower lengthens a few characters, "İ")."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+
+
+class _Scan:
+    """One run of the tagger over one text."""
+
+    def __init__(self, text: str, reference: date | None, g: Grammar) -> None:
+        self.text = text
+        self.low = _lower(text)
+        self.g = g
+        self.reference = reference
+        self.focus: Period | None = None
+
+    # --- heads and starts -----------------------------------------------------------
+
+    def heads(self) -> Iterator[tuple[int, int, frozenset[str]]]:
+        """(start, end, kinds) of every head, in order."""
+        g, low = self.g, self.low
+        first = g.at_start.match(low)
+        matches = [first] if first else []
+        for m in matches:
+            yield from self._head(m, 0)
+        for m in g.prefilter.finditer(low):
+            yield from self._head(m, 1)
+
+    def _head(self, m: re.Match[str], lead: int) -> Iterator[tuple[int, int, frozenset[str]]]:
+        kind = m.lastgroup
+        start = m.start() + lead
+        if kind == "w":
+            kinds = self.g.head_kinds.get(m.group("w"))
+            if kinds:
+                yield start, m.end(), kinds
+        elif kind is not None:
+            yield start, m.end(), frozenset([kind])
+
+    def starts(self, head: int, floor: int) -> list[int]:
+        """Where an expression around the head at `head` may start, leftmost first: the
+        head, and each of up to MAX_LEFT_WORDS words before it that may open one."""
+        low = self.low
+        starts = [head]
+        window = max(floor, head - LEFT_WINDOW)
+        tokens = list(_LEFT_TOKEN.finditer(low, window, head))
+        edge = head
+        glue = self.g.glue
+        for token in reversed(tokens[-MAX_LEFT_WORDS:]):
+            gap = low[token.end() : edge]
+            if not gap or gap.strip(" \t\n-") or gap.count("\n") > 1:
+                break
+            word = token.group(0)
+            if not (word in glue or word[0].isdigit() or word[0] == "(" or
+                    (word.endswith(".") and word[:-1] in glue)):
+                break
+            starts.append(token.start())
+            edge = token.start()
+        starts.reverse()
+        return starts
+
+    # --- tense ------------------------------------------------------------------------
+
+    def tense(self, start: int, end: int) -> int | None:
+        """FUTURE when the sentence around [start, end) has a future marker ("will",
+        "next"…), else PAST when it has a past one ("said", "-ed"), else None."""
+        low = self.low
+        left = max(0, start - 160)
+        for m in _SENTENCE_END.finditer(low, left, start):
+            left = m.end()
+        m = _SENTENCE_END.search(low, end, end + 120)
+        right = m.start() if m else min(len(low), end + 120)
+        before, after = low[left:start], low[end:right]
+        if self.g.future.search(before) or self.g.future.search(after):
+            return FUTURE
+        if self.g.past.search(before) or self.g.past.search(after):
+            return PAST
+        return None
+
+    # --- reading one head -------------------------------------------------------------
+
+    def read(self, head: tuple[int, int, frozenset[str]], floor: int) -> Timex | None:
+        """The expression around one head, or None."""
+        head_start, head_end, kinds = head
+        candidates: list[tuple[int, int, int, re.Match[str], str]] = []
+        order = 0
+        for start in self.starts(head_start, floor):
+            for kind in kinds:
+                for rule in self.g.rules.get(kind, ()):
+                    m = rule.pattern.match(self.low, start)
+                    if m is not None and m.end() >= head_end:
+                        candidates.append((start, -m.end(), order, m, rule.kind))
+                        order += 1
+        candidates.sort(key=lambda c: (c[0], c[1], c[2]))
+        seen: set[tuple[int, int, str]] = set()
+        for _, _, _, m, kind in candidates:
+            if (m.start(), m.end(), kind) in seen:
+                continue
+            seen.add((m.start(), m.end(), kind))
+            timex = self.interpret(m, kind)
+            if timex is not None:
+                return timex
+        return None
+
+    def interpret(self, m: re.Match[str], kind: str) -> Timex | None:
+        from .filters import acceptable, trimmed
+
+        if not acceptable(self, m, kind):
+            return None
+        groups = {k: v for k, v in m.groupdict().items() if v is not None}
+        groups["_text"] = m.group(0)
+        ctx = Context(self.g.lang, self.reference,
+                      lambda: self.tense(m.start(), m.end()), self.focus, groups)
+        reading: Reading | None = READERS[kind](ctx)
+        if reading is None:
+            return None
+        start, end = trimmed(self, m, kind)
+        return Timex(
+            start=start,
+            end=end,
+            text=self.text[start:end],
+            type=reading.type,
+            value=reading.value,
+            kind=kind,
+            period=reading.period,
+            anchored=reading.anchored,
+            mod=reading.mod,
+            amount=reading.amount,
+            unit=reading.unit,
+        )
+
+    def commit(self, timex: Timex) -> Timex:
+        """Accept an expression: a date it names becomes the focus of what follows."""
+        if timex.period is not None and timex.type in ("DATE", "TIME"):
+            self.focus = timex.period
+        return timex
+
+    def reaches(self, head: tuple[int, int, frozenset[str]], pending: Timex) -> bool:
+        """Whether the words before `head` that may open an expression reach back into
+        `pending` (then the expression around `head` may swallow it)."""
+        return self.starts(head[0], pending.start)[0] < pending.end
+
+    def next_word(self, end: int) -> str:
+        """The word right after `end` on the same line (after spaces), or ""."""
+        m = _NEXT_WORD.match(self.low, end)
+        return (m.group(1) or "") if m else ""
+
+
+def tag(text: str, *, reference: date | None = None, lang: str = "en") -> list[Timex]:
+    """Every temporal expression in `text`, in order, never overlapping, each with its
+    TIMEX3 type and value; relative and deictic ones resolved against `reference`
+    (the document's date; None leaves them unresolved: XXXX-06-12, PRESENT_REF…).
+    Where the expressions found around two heads overlap, the one starting first wins,
+    then the longer ("the past" gives way to "the past three months")."""
+    scan = _Scan(text, reference, grammar(lang))
+    found: list[Timex] = []
+    floor = 0
+    pending: Timex | None = None
+    for head in scan.heads():
+        if pending is not None and head[0] >= pending.end and not scan.reaches(head, pending):
+            found.append(scan.commit(pending))
+            floor, pending = pending.end, None
+        if head[0] < floor or (pending is not None and head[1] <= pending.end):
+            continue
+        timex = scan.read(head, floor)
+        if timex is None:
+            continue
+        if pending is None or timex.start < pending.start or (
+            timex.start == pending.start and timex.end > pending.end
+        ):
+            pending = timex
+        elif timex.start >= pending.end:
+            found.append(scan.commit(pending))
+            floor, pending = pending.end, timex
+    if pending is not None:
+        found.append(scan.commit(pending))
+    return found
