@@ -28,7 +28,7 @@ TIME_PREPOSITIONS = frozenset(
 )
 
 
-def _previous_word(scan: "_Scan", start: int) -> str:
+def previous_word(scan: "_Scan", start: int) -> str:
     m = _PREVIOUS_WORD.search(scan.low, max(0, start - 40), start)
     return m.group(1) if m else ""
 
@@ -62,9 +62,14 @@ def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
     """ "May"/"March" (ambiguous words of the language) as months."""
     word = m.group("month")
     key = word.lower().rstrip(".")
-    if key not in scan.g.lang.ambiguous:
-        return True
     has_year = bool(m.groupdict().get("year"))
+    lang = scan.g.lang
+    alone = not has_year and not m.groupdict().get("day")
+    if alone and any(o != key and o.startswith(key) and lang.months[o] == lang.months[key]
+                     for o in lang.months):
+        return False  # an abbreviation on its own ("Jan"): a name, or a stray token
+    if key not in lang.ambiguous:
+        return True
     if has_year:
         return True
     if not _capitalised(scan, m.start("month"), m.end("month")):
@@ -73,7 +78,7 @@ def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
         return True
     if m.groupdict().get("shift") or m.groupdict().get("modifier"):
         return True
-    return _previous_word(scan, m.start()) in TIME_PREPOSITIONS
+    return previous_word(scan, m.start()) in TIME_PREPOSITIONS
 
 
 def _season_ok(scan: "_Scan", m: re.Match[str]) -> bool:
@@ -83,7 +88,7 @@ def _season_ok(scan: "_Scan", m: re.Match[str]) -> bool:
     groups = m.groupdict()
     if groups.get("year") or groups.get("shift") or groups.get("modifier"):
         return True
-    previous = _previous_word(scan, m.start())
+    previous = previous_word(scan, m.start())
     return previous in ("in", "during", "since", "until", "by", "before", "after", "through")
 
 
@@ -101,7 +106,7 @@ def _unit_ok(scan: "_Scan", m: re.Match[str]) -> bool:
 def _year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
     """A bare year: 1900–2099, or any after a time preposition; not a label's number."""
     year = int(m.group("year"))
-    previous = _previous_word(scan, m.start())
+    previous = previous_word(scan, m.start())
     if previous in scan.g.lang.number_labels:
         return False
     if m.group(0) != m.group("year"):
@@ -117,7 +122,7 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
     text = m.group(0)
     if (text[0].isdigit() or text[-1].isdigit()) and _part_of_longer_number(low, start, end):
         return False
-    if text[0].isdigit() and _previous_word(scan, start) in scan.g.lang.number_labels:
+    if text[0].isdigit() and previous_word(scan, start) in scan.g.lang.number_labels:
         return False
     groups = m.groupdict()
     if groups.get("month") and not _month_ok(scan, m, kind):
@@ -129,7 +134,7 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
     if kind == "year" and groups.get("year") and not _year_ok(scan, m):
         return False
     if groups.get("hour24") and not groups.get("weekday") and not groups.get("deictic"):
-        if _previous_word(scan, start) not in ("at", "by", "from", "until", "till", "to",
+        if previous_word(scan, start) not in ("at", "by", "from", "until", "till", "to",
                                                "before", "after", "around", "about"):
             return False
     return True
@@ -147,8 +152,11 @@ def trimmed(scan: "_Scan", m: re.Match[str], kind: str) -> tuple[int, int]:
     if m.groupdict().get("amount") is not None and m.start("amount") == start:
         return start, end
     following = scan.next_word(end)
-    noun = bool(following) and following not in lang.function_words and not (
-        following.endswith("ed") and len(following) > 4
+    noun = (
+        bool(following)
+        and following not in lang.function_words
+        and "'" not in following
+        and not (following.endswith("ed") and len(following) > 4)
     )
     if noun:
         cut = start + len(first)

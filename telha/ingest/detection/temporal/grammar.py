@@ -51,7 +51,7 @@ def _spoken_year_slot(lang: Language) -> str:
 
 def _day_slot(lang: Language) -> str:
     days = _words(w for w, n in lang.ordinals.items() if 1 <= n <= 31)
-    return rf"(?:(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th|\.)?(?!\d)|(?:{days}){LETTER_BOUNDARY})"
+    return rf"(?:(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?!\d)|(?:{days}){LETTER_BOUNDARY})"
 
 
 YEAR = r"(?:1[0-9]\d\d|20\d\d|21\d\d)(?!\d|[.,]\d)"
@@ -210,7 +210,9 @@ def _glue(lang: Language, templates: Iterable[str]) -> frozenset[str]:
                   lang.approximations, lang.weekdays):
         for entry in table:
             words.update(entry.split())
-    for entry in (*lang.fuzzy_amounts, *lang.references, *lang.holidays, *lang.sets):
+    for entry in lang.fuzzy_amounts:
+        words.update(entry.split())
+    for entry in (*lang.references, *lang.holidays, *lang.sets):
         words.update(entry.split()[:-1])
     for template in templates:
         words.update(w for w in _literal_words(template) if len(w) > 1)

@@ -24,6 +24,7 @@ class Reading:
     period: Period | None = None  # a DATE/TIME's calendar period, when it has one
     mod: str = ""
     anchored: bool = False  # resolved against the reference date or the focus
+    anaphoric: bool = False  # resolved against the focus (an earlier date of the text)
     amount: float | None = None  # a DURATION's or SET's amount and unit
     unit: str = ""
     time: str = ""  # a TIME's clock ("14:00") or part of day ("MO")
@@ -124,12 +125,27 @@ def _pick_year(
         return ref.year + 1 if start <= ref else ref.year
     if shift == 0:
         return ref.year
-    tense = ctx.tense()
-    if tense == PAST and start > ref:
-        return ref.year - 1
-    if tense == FUTURE and end <= ref:
-        return ref.year + 1
-    return ref.year
+    return _nearest_year(ctx, month, day, months)
+
+
+def _nearest_year(ctx: Context, month: int, day: int | None, months: int = 1) -> int:
+    """The year that puts the day (or the middle of the period) nearest the reference;
+    when two years are about as near, the tense decides."""
+    ref = ctx.reference
+    assert ref is not None
+    options: list[tuple[int, int]] = []
+    for year in (ref.year - 1, ref.year, ref.year + 1):
+        if day is not None:
+            d = safe_date(year, month, day)
+        else:
+            d = date(year, month, 1) + timedelta(days=int(months * 30.4 / 2))
+        if d is not None:
+            options.append((abs((d - ref).days), year))
+    options.sort()
+    if len(options) > 1 and options[1][0] - options[0][0] <= 16 * months:
+        earlier, later = sorted((options[0][1], options[1][1]))
+        return later if ctx.tense() == FUTURE else earlier
+    return options[0][1] if options else ref.year
 
 
 # --- readers ------------------------------------------------------------------------------
@@ -330,15 +346,16 @@ def read_ago(ctx: Context) -> Reading | None:
                        anchored=True)
     deictic = direction in ("ago", "back", "hence", "from now", "from today")
     base = ctx.reference
-    if not deictic and ctx.focus is not None:
+    anaphoric = not deictic and ctx.focus is not None
+    if anaphoric and ctx.focus is not None:
         base = ctx.focus.start
     if grain == "year" and ctx.focus is not None and ctx.focus.grain in ("quarter", "half"):
         p = ctx.focus.shift(sign * int(amount) * (4 if ctx.focus.grain == "quarter" else 2))
-        return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True)
+        return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True, anaphoric=True)
     if amount != int(amount):
         return None
     p = period_of(base, grain).shift(sign * int(amount))
-    return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True)
+    return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True, anaphoric=anaphoric)
 
 
 ANAPHORIC_SHIFTS = frozenset(["following", "previous", "preceding", "prior", "same", "that"])
@@ -365,22 +382,23 @@ def read_shifted(ctx: Context) -> Reading | None:
     if unit is None or _plural(ctx) or ctx.reference is None:
         return None
     text = (ctx.groups.get("_text") or "").lower()
-    if unit in ("H", "MIN", "S", "P"):
+    if unit in ("H", "MIN", "S", "P", "DE", "CE"):
         if text.startswith("the") and shift_word in ("past", "last", "next", "coming"):
             return Reading("DURATION", duration_value(1, unit), amount=1, unit=unit)
+        if unit in ("DE", "CE") and shift_word in ("this", "current"):
+            p = period_of(ctx.reference, UNIT_GRAINS[unit])
+            return Reading("DATE", p.value(), p, anchored=True)
         return None
     grain = UNIT_GRAINS.get(unit)
     if grain is None:
         return None
-    if text.startswith("the") and shift_word in ("past", "last", "next", "coming"):
-        if grain not in ("weekend", "day"):
-            return Reading("DURATION", duration_value(1, unit), amount=1, unit=unit)
     if grain == "day" and shift_word not in ANAPHORIC_SHIFTS and shift_word != "next":
         return None
     p = _anchor_period(ctx, grain, shift_word)
     if p is None:
         return None
-    return Reading("DATE", p.value(), p, anchored=True)
+    anaphoric = ctx.focus is not None and shift_word in (*ANAPHORIC_SHIFTS, "latest")
+    return Reading("DATE", p.value(), p, anchored=True, anaphoric=anaphoric)
 
 
 def read_duration(ctx: Context) -> Reading | None:
@@ -393,6 +411,8 @@ def read_duration(ctx: Context) -> Reading | None:
         return None
     amount_text = ctx.word("amount")
     amount = number(ctx.lang, amount_text)
+    if _rate(ctx) or _fraction(ctx, unit):
+        return None
     if ctx.word("amount2"):
         amount = None
     elif amount is None and amount_text not in ctx.lang.fuzzy_amounts:
@@ -401,6 +421,28 @@ def read_duration(ctx: Context) -> Reading | None:
         amount += 0.5
     return Reading("DURATION", duration_value(amount, unit), mod=_mod(ctx), amount=amount,
                    unit=unit)
+
+
+RATE_WORDS = frozenset(["million", "billion", "thousand", "hundred", "percent", "cents",
+                        "dollars", "times", "once", "twice", "%"])
+
+
+def _rate(ctx: Context) -> bool:
+    """ "$1.76 a year", "seven flights a week", "24 hours a day": a rate, no duration."""
+    if (ctx.word("amount") or "") not in ("a", "an", "per"):
+        return False
+    before = ctx.groups.get("_before") or ""
+    return bool(before) and (before[-1].isdigit() or before in RATE_WORDS
+                             or before in ctx.lang.numbers)
+
+
+def _fraction(ctx: Context, unit: str) -> bool:
+    """ "a quarter of", "about three-quarters", "more than a quarter": fractions."""
+    if unit != "Q":
+        return False
+    text = (ctx.groups.get("_text") or "").lower()
+    return (ctx.word("amount") in ("a", "an") or ctx.groups.get("_after") == "of"
+            or bool(re.search(r"-quarters\b", text)))
 
 
 def _adjective(ctx: Context) -> bool:
@@ -427,7 +469,7 @@ def read_units(ctx: Context) -> Reading | None:
             p = ctx.focus.coarsen("quarter")
         else:
             p = period_of(ctx.reference, "quarter").shift(-1)
-        return Reading("DATE", p.value(), p, anchored=True)
+        return Reading("DATE", p.value(), p, anchored=True, anaphoric=True)
     if unit == "WE":
         d = ctx.reference
         tense = ctx.tense()
@@ -436,7 +478,7 @@ def read_units(ctx: Context) -> Reading | None:
             p = p.shift(-1)
         return Reading("DATE", p.value(), p, anchored=True)
     if unit == "P" and ctx.focus is not None and ctx.focus.grain in ("quarter", "half"):
-        return Reading("DATE", ctx.focus.value(), ctx.focus, anchored=True)
+        return Reading("DATE", ctx.focus.value(), ctx.focus, anchored=True, anaphoric=True)
     if unit == "Y":
         return Reading("DURATION", "P1Y", amount=1, unit="Y")
     del grain
@@ -488,6 +530,8 @@ def read_fiscal(ctx: Context) -> Reading | None:
     elif "year" in text and ctx.reference is not None:
         shift = ctx.lang.shifts.get(ctx.word("shift") or "", 0)
         if not ctx.word("shift"):
+            if not text.startswith("the"):
+                return None
             return Reading("DURATION", "P1Y", amount=1, unit="Y")
         year = ctx.reference.year + shift
     else:
@@ -552,6 +596,13 @@ def read_year(ctx: Context) -> Reading | None:
     """A year ("1998", "the year 2000", "early 1990"), the year's end, or "year-earlier"
     / "year-ago" (the focus a year back, at its grain)."""
     g = ctx.groups
+    if g.get("year") and g.get("period"):
+        year = int(g["year"] or 0)
+        if ctx.focus is not None and ctx.focus.grain in ("quarter", "half", "month"):
+            p = Period(ctx.focus.grain, ctx.focus.start.replace(year=year))
+            return Reading("DATE", p.value(), p, anchored=True, anaphoric=True)
+        p = Period("year", date(year, 1, 1))
+        return Reading("DATE", p.value(), p, anaphoric=True)
     if g.get("year"):
         p = Period("year", date(int(g["year"] or 0), 1, 1))
         return Reading("DATE", p.value(), p, mod=_mod(ctx))
@@ -563,10 +614,9 @@ def read_year(ctx: Context) -> Reading | None:
             p = ctx.focus.shift(-per_year)
         else:
             p = period_of(ctx.reference, "year").shift(-1)
-        return Reading("DATE", p.value(), p, anchored=True)
-    year = ctx.focus.start.year if ctx.focus is not None else ctx.reference.year
-    d = date(year, 12, 31)
-    return Reading("DATE", d.isoformat(), Period("day", d), anchored=True)
+        return Reading("DATE", p.value(), p, anchored=True, anaphoric=True)
+    p = ctx.focus.coarsen("year") if ctx.focus is not None else period_of(ctx.reference, "year")
+    return Reading("DATE", p.value(), p, mod="END", anchored=True)
 
 
 def read_spoken_year(ctx: Context) -> Reading | None:

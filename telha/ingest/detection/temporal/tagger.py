@@ -47,6 +47,7 @@ class Timex:
     mod: str = ""
     amount: float | None = None
     unit: str = ""
+    anaphoric: bool = False
 
     @property
     def day(self) -> date | None:
@@ -126,20 +127,27 @@ class _Scan:
     # --- tense ------------------------------------------------------------------------
 
     def tense(self, start: int, end: int) -> int | None:
-        """FUTURE when the sentence around [start, end) has a future marker ("will",
-        "next"…), else PAST when it has a past one ("said", "-ed"), else None."""
+        """The tense of the sentence around [start, end), by its marker nearest the
+        expression: FUTURE for "will", "plans to"…, PAST for "said", "-ed"…; None
+        when the sentence has neither."""
         low = self.low
         left = max(0, start - 160)
         for m in _SENTENCE_END.finditer(low, left, start):
             left = m.end()
         m = _SENTENCE_END.search(low, end, end + 120)
         right = m.start() if m else min(len(low), end + 120)
-        before, after = low[left:start], low[end:right]
-        if self.g.future.search(before) or self.g.future.search(after):
-            return FUTURE
-        if self.g.past.search(before) or self.g.past.search(after):
-            return PAST
-        return None
+        best: tuple[int, int] | None = None
+        for pattern, tense in ((self.g.future, FUTURE), (self.g.past, PAST)):
+            for found in pattern.finditer(low, left, start):
+                distance = start - found.end()
+                if best is None or distance < best[0]:
+                    best = (distance, tense)
+            found = pattern.search(low, end, right)
+            if found is not None:
+                distance = found.start() - end
+                if best is None or distance < best[0]:
+                    best = (distance, tense)
+        return best[1] if best else None
 
     # --- reading one head -------------------------------------------------------------
 
@@ -167,12 +175,14 @@ class _Scan:
         return None
 
     def interpret(self, m: re.Match[str], kind: str) -> Timex | None:
-        from .filters import acceptable, trimmed
+        from .filters import acceptable, previous_word, trimmed
 
         if not acceptable(self, m, kind):
             return None
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         groups["_text"] = m.group(0)
+        groups["_before"] = previous_word(self, m.start())
+        groups["_after"] = self.next_word(m.end())
         ctx = Context(self.g.lang, self.reference,
                       lambda: self.tense(m.start(), m.end()), self.focus, groups)
         reading: Reading | None = READERS[kind](ctx)
@@ -191,11 +201,12 @@ class _Scan:
             mod=reading.mod,
             amount=reading.amount,
             unit=reading.unit,
+            anaphoric=reading.anaphoric,
         )
 
     def commit(self, timex: Timex) -> Timex:
         """Accept an expression: a date it names becomes the focus of what follows."""
-        if timex.period is not None and timex.type in ("DATE", "TIME"):
+        if timex.period is not None and timex.type in ("DATE", "TIME") and not timex.anaphoric:
             self.focus = timex.period
         return timex
 

@@ -42,7 +42,7 @@ LANGUAGE = Language(
     rules=(
         Rule("iso", r"{iso}"),
         Rule("numeric", r"{numeric}"),
-        Rule("date", r"(?:(?:am|den)\s+)?{day}\s+{month}(?:\s+{year})?"),
+        Rule("date", r"(?:(?:am|den)\s+)?{day}\.?\s+{month}(?:\s+{year})?"),
         Rule("date", r"(?:{modifier}\s+)?(?:{shift}\s+)?{month}(?:\s+{year})?"),
         Rule("weekday", r"(?:(?:am|den)\s+)?(?:{shift}\s+)?{weekday}"),
         Rule("deictic", r"{deictic}(?:\s+{part})?"),

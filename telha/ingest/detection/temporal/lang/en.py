@@ -179,7 +179,6 @@ REFERENCES = {
     "recently": "PAST_REF",
     "lately": "PAST_REF",
     "the past": "PAST_REF",
-    "in the past": "PAST_REF",
     "the future": "FUTURE_REF",
     "the near future": "FUTURE_REF",
     "the foreseeable future": "FUTURE_REF",
@@ -213,6 +212,8 @@ MODIFIERS = {
     "the close of": "END",
     "the middle of": "MID",
     "the turn of": "START",
+    "earlier": "",
+    "later": "",
 }
 APPROXIMATIONS = {
     "about": "APPROX",
@@ -269,7 +270,7 @@ RULES = (
         "date",
         r"(?:{weekday},?\s+)?(?:the\s+)?{day}(?:\s+of)?\s+{month}" + _DATE_TAIL + "?",
     ),
-    Rule("date", r"(?:{weekday},?\s+)?{month}\s+{day}(?![\d:])" + _DATE_TAIL + "?"),
+    Rule("date", r"(?:{weekday},?\s+)?{month}\s+{day}(?!\d)" + _DATE_TAIL + "?"),
     Rule(
         "date",
         r"(?:{modifier}[\s-]+)?(?:{shift}\s+)?{month}"
@@ -293,12 +294,14 @@ RULES = (
     ),
     Rule(
         "shifted",
-        r"(?:(?P<vague>earlier|later|sometime)\s+)?(?:the\s+)?{shift}\s+{unit}",
+        r"(?:(?P<vague>earlier|later)\s+|{modifier}\s+)?(?:the\s+)?{shift}\s+{unit}",
     ),
     Rule(
         "duration",
-        r"(?:(?:(?P<each>each|every)\s+of\s+)?(?:the\s+)?(?:{shift}\s+)?(?:(?P<first>first|"
-        r"initial|final|remaining|last|latest)\s+)?|{approximation}\s+(?:the\s+)?)"
+        r"(?:(?:(?P<each>each|every)\s+of\s+)?(?:(?:the|a|an)\s+)?(?:(?P<span>past|last|next|"
+        r"coming|previous|following|prior|preceding|first|initial|final|remaining|latest|"
+        r"entire|whole|full)\s+)?(?:(?P<first>first|initial|final|remaining|last|latest)\s+)?"
+        r"|{approximation}\s+(?:the\s+)?)"
         r"{amount}(?:\s+(?:to|or|-)\s+{amount2})?(?:\s+(?P<extra>more|additional|full|"
         r"consecutive|straight|trading|business|calendar|working|successive))?"
         r"[\s-]+{unit}(?P<half>\s+and\s+a\s+half)?(?:\s+or\s+so)?"
@@ -307,8 +310,8 @@ RULES = (
     ),
     Rule(
         "units",
-        r"(?:the\s+)?(?:(?P<vague>recent|coming|past|next|last|following|previous|"
-        r"early|first|ensuing|intervening|many|some)\s+)?{unit}(?:\s+(?P<ahead>ahead|to\s+come))?",
+        r"(?:the\s+)?(?:(?P<vague>recent|coming|past|next|last|following|previous|future|"
+        r"ensuing|intervening)\s+)?{unit}(?:\s+(?P<ahead>ahead|to\s+come))?",
     ),
     Rule(
         "quarter",
@@ -332,6 +335,10 @@ RULES = (
     Rule("year", r"(?:{modifier}[\s-]+)?(?:the\s+year\s+)?{year}"),
     Rule("year", r"(?:the\s+)?(?:year[\s-]+(?P<year_end>end)|end\s+of\s+the\s+year)"),
     Rule("year", r"(?:the\s+)?(?P<anaphor>year-earlier|year-ago|prior-year)(?:\s+{unit})?"),
+    Rule(
+        "year",
+        r"(?:the\s+)?(?:(?:comparable|corresponding|same)\s+)?{year}\s+(?P<period>period|quarter)",
+    ),
     Rule("spoken_year", r"(?:the\s+year\s+)?{spoken_year}"),
     Rule("reference", r"{reference}"),
     Rule("reference", r"(?P<then>then)[\s-]+(?:current|present)"),
@@ -377,7 +384,8 @@ LANGUAGE = Language(
         "because if though although is was were are be been being has have had will "
         "would shall should can could may might must do does did not no it its he she "
         "they we you i his her their our your this these those there here ended ending "
-        "compared versus vs against earlier later ago alone also only just then".split()
+        "compared versus vs against earlier later ago alone also only just then me him us "
+        "them my".split()
     ),
     number_labels=frozenset(
         "section sections clause clauses article articles paragraph paragraphs item "
@@ -385,16 +393,15 @@ LANGUAGE = Language(
         "number nos page pages note notes table figure version release step phase "
         "unit units suite floor room route highway box lot tranche series class".split()
     ),
-    ambiguous=frozenset(["may", "march", "second", "seconds", "fall", "spring", "sun.",
-                         "sat.", "wed.", "mon.", "present", "half", "period", "periods",
-                         "current", "a", "an", "some", "over", "under"]),
+    ambiguous=frozenset(["may", "march", "second", "seconds", "fall", "spring"]),
     future_markers=(
-        r"\b(?:will|won't|wo|shall|'ll|going to|expects?|expected|plans?|planned|"
-        r"scheduled|intends?|hopes?|would|next|upcoming|coming|tomorrow|soon)\b"
+        r"\b(?:will|won't|shall|'ll|going to|scheduled to|set to|is to|are to|due to|"
+        r"plans? to|intends? to|expects? to|tomorrow)\b"
     ),
     past_markers=(
         r"\b(?:said|says|was|were|had|did|ago|last|yesterday|earlier|reported|announced|"
         r"[a-z]{3,}ed)\b"
     ),
     day_first=False,
+    extra_heads={"nineteen": "spoken", "eighteen": "spoken", "thousand": "spoken"},
 )
