@@ -131,6 +131,8 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
         return False
     if groups.get("unit") and not _unit_ok(scan, m):
         return False
+    if kind == "set" and groups.get("set") and modifies_noun(scan, end):
+        return False  # "a quarterly dividend", "the daily tally"
     if kind == "year" and groups.get("year") and not _year_ok(scan, m):
         return False
     if groups.get("hour24") and not groups.get("weekday") and not groups.get("deictic"):
@@ -138,6 +140,18 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
                                                "before", "after", "around", "about"):
             return False
     return True
+
+
+def modifies_noun(scan: "_Scan", end: int) -> bool:
+    """Whether the word after `end` looks like the noun an expression modifies ("the
+    third-quarter [loss]"): a word that is no function word, pronoun or past verb."""
+    following = scan.next_word(end)
+    return (
+        bool(following)
+        and following not in scan.g.lang.function_words
+        and "'" not in following
+        and not (following.endswith("ed") and len(following) > 4)
+    )
 
 
 def trimmed(scan: "_Scan", m: re.Match[str], kind: str) -> tuple[int, int]:
@@ -151,14 +165,7 @@ def trimmed(scan: "_Scan", m: re.Match[str], kind: str) -> tuple[int, int]:
         return start, end
     if m.groupdict().get("amount") is not None and m.start("amount") == start:
         return start, end
-    following = scan.next_word(end)
-    noun = (
-        bool(following)
-        and following not in lang.function_words
-        and "'" not in following
-        and not (following.endswith("ed") and len(following) > 4)
-    )
-    if noun:
+    if modifies_noun(scan, end):
         cut = start + len(first)
         while cut < end and scan.low[cut].isspace():
             cut += 1

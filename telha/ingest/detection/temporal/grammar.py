@@ -200,7 +200,9 @@ def _compile_rule(
             kinds.update(heads.get(part, ()))
     if rule.template.startswith("(?P<q_letter>"):
         kinds.add("quarter_code")
-    pattern = re.compile(f"(?:{body})(?![^\\W_])")
+    # An expression ends at a word's end, never inside a hyphenated compound
+    # ("a year" is not read out of "a year-earlier loss").
+    pattern = re.compile(f"(?:{body})(?![^\\W_]|-[^\\W\\d_])")
     return CompiledRule(rule.kind, pattern, frozenset(kinds))
 
 

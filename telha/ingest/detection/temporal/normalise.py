@@ -130,22 +130,34 @@ def _pick_year(
 
 def _nearest_year(ctx: Context, month: int, day: int | None, months: int = 1) -> int:
     """The year that puts the day (or the middle of the period) nearest the reference;
-    when two years are about as near, the tense decides."""
+    when two years are about as near, or the nearest is far (over 90 days a month) on
+    the side the sentence's tense denies, the tense decides."""
     ref = ctx.reference
     assert ref is not None
-    options: list[tuple[int, int]] = []
+    options: list[tuple[int, int, int]] = []  # (distance, year, signed days from ref)
     for year in (ref.year - 1, ref.year, ref.year + 1):
         if day is not None:
             d = safe_date(year, month, day)
         else:
             d = date(year, month, 1) + timedelta(days=int(months * 30.4 / 2))
         if d is not None:
-            options.append((abs((d - ref).days), year))
+            options.append((abs((d - ref).days), year, (d - ref).days))
     options.sort()
-    if len(options) > 1 and options[1][0] - options[0][0] <= 16 * months:
-        earlier, later = sorted((options[0][1], options[1][1]))
-        return later if ctx.tense() == FUTURE else earlier
-    return options[0][1] if options else ref.year
+    if not options:
+        return ref.year
+    distance, nearest, signed = options[0]
+    close = len(options) > 1 and options[1][0] - distance <= 16 * months
+    if not close and distance <= 90 * months:
+        return nearest
+    tense = ctx.tense()
+    if close:
+        earlier, later = sorted((nearest, options[1][1]))
+        return later if tense == FUTURE else earlier
+    if tense == PAST and signed > 0:
+        return nearest - 1
+    if tense == FUTURE and signed < 0:
+        return nearest + 1
+    return nearest
 
 
 # --- readers ------------------------------------------------------------------------------
@@ -282,8 +294,13 @@ def read_deictic(ctx: Context) -> Reading | None:
 def read_part(ctx: Context) -> Reading | None:
     """ "this morning", "last night", "the next morning" (the day after the focus)."""
     shift_word = ctx.word("shift")
-    if shift_word is None or ctx.reference is None:
+    if ctx.reference is None:
         return None
+    if shift_word is None:
+        # "the morning": of the day the text last named.
+        if ctx.focus is None or ctx.focus.grain != "day":
+            return None
+        shift_word = "same"
     shift = ctx.lang.shifts.get(shift_word, 0)
     anaphoric = shift_word in ("next", "following", "previous", "same", "that")
     base = ctx.focus.start if anaphoric and ctx.focus and ctx.focus.grain == "day" else None
@@ -308,18 +325,33 @@ def read_clock(ctx: Context) -> Reading | None:
         clock = f"{int(g['hour24'] or 0):02d}:{g['minute24']}"
     else:
         clock = ctx.lang.parts_of_day.get(ctx.word("part") or "", "")
-    day: date | None = ctx.reference
-    if ctx.word("weekday") and ctx.reference is not None:
-        day = _weekday_date(ctx, ctx.lang.weekdays[ctx.word("weekday") or ""], None)
-    elif ctx.word("deictic") and ctx.reference is not None:
-        day = ctx.reference + timedelta(days=ctx.lang.deictic_days[ctx.word("deictic") or ""])
+    if not clock[:1].isdigit() and not ctx.word("modifier"):
+        if not (ctx.word("weekday") or ctx.word("deictic")):
+            return None  # "morning" alone: no time
+    day = _clock_day(ctx)
     if day is None:
         return Reading("TIME", f"XXXX-XX-XXT{clock}", time=clock, anchored=True)
-    if clock == "24:00":
-        return Reading("TIME", f"{day.isoformat()}T24", Period("day", day), anchored=True,
-                       time=clock)
-    return Reading("TIME", f"{day.isoformat()}T{clock}", Period("day", day), anchored=True,
+    shown = "24" if clock == "24:00" else clock
+    return Reading("TIME", f"{day.isoformat()}T{shown}", Period("day", day), anchored=True,
                    time=clock)
+
+
+def _clock_day(ctx: Context) -> date | None:
+    """The day of a clock time: the one it names ("Wednesday", "yesterday", "Nov. 9"),
+    else the day the text last named, else the reference."""
+    lang, ref = ctx.lang, ctx.reference
+    if ref is None:
+        return None
+    if ctx.word("weekday"):
+        return _weekday_date(ctx, lang.weekdays[ctx.word("weekday") or ""], None)
+    if ctx.word("deictic"):
+        return ref + timedelta(days=lang.deictic_days[ctx.word("deictic") or ""])
+    month, day = month_number(lang, ctx.word("month")), day_number(lang, ctx.word("day"))
+    if month and day:
+        return safe_date(_pick_year(ctx, month, day), month, day)
+    if ctx.focus is not None and ctx.focus.grain == "day":
+        return ctx.focus.start
+    return ref
 
 
 def _unit(ctx: Context) -> str | None:
@@ -513,8 +545,11 @@ def read_quarter(ctx: Context) -> Reading | None:
         return Reading("DATE", f"XXXX-{'Q' if grain == 'quarter' else 'H'}{n}", anchored=True)
     else:
         year = _pick_year(ctx, (n - 1) * months + 1, months=months)
+    if g.get("anaphor"):
+        year -= 1  # "the year-ago third quarter"
     p = Period(grain, date(year, (n - 1) * months + 1, 1))
-    return Reading("DATE", p.value(), p, anchored=not year_text)
+    return Reading("DATE", p.value(), p, anchored=not year_text,
+                   anaphoric=bool(g.get("anaphor")))
 
 
 def read_fiscal(ctx: Context) -> Reading | None:

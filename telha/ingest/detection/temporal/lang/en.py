@@ -196,7 +196,6 @@ SETS = {
     "quarterly": "P3M",
     "annually": "P1Y",
     "yearly": "P1Y",
-    "annual": "P1Y",
     "hourly": "PT1H",
     "semiannually": "P6M",
     "semi-annually": "P6M",
@@ -280,13 +279,13 @@ RULES = (
     Rule("weekday", r"(?:{modifier}\s+)?(?:{shift}\s+)?{weekday}(?:\s+{part})?"),
     Rule("weekday", r"{part}\s+(?:(?:on|of)\s+)?{weekday}"),
     Rule("deictic", r"(?:{modifier}\s+)?{deictic}(?:\s+{part})?"),
-    Rule("part", r"(?:{shift}|the)\s+{part}"),
+    Rule("part", r"(?:(?:earlier|later)\s+)?(?:{shift}|the)\s+{part}"),
     Rule(
         "clock",
-        r"(?:{approximation}\s+)?{clock}(?:\s+(?P<zone>[a-z]{1,2}[sd]t|gmt|utc))?"
-        r"(?:,?\s+(?:on\s+)?(?:{weekday}|{deictic}))?",
+        r"{clock}(?:\s+(?P<zone>[a-z]{1,2}[sd]t|gmt|utc))?"
+        r"(?:,?\s+(?:on\s+)?(?:{weekday}|{deictic}|{month}\s+{day}(?!\d)))?",
     ),
-    Rule("clock", r"(?:{approximation}\s+)?{part}\s+(?:on\s+)?(?:{weekday}|{deictic})"),
+    Rule("clock", r"(?:{modifier}[\s-]+)?{part}(?:\s+(?:on\s+)?(?:{weekday}|{deictic}))?"),
     Rule(
         "ago",
         r"(?:{approximation}\s+)?{amount}(?:\s+more)?[\s-]+{unit}\s+"
@@ -315,7 +314,8 @@ RULES = (
     ),
     Rule(
         "quarter",
-        r"(?:the\s+)?(?:{year}\s+|(?P<fiscal>fiscal|calendar)[\s-]+)?(?:{year2}\s+)?"
+        r"(?:the\s+)?(?:{year}\s+|(?P<fiscal>fiscal|calendar)[\s-]+|(?P<anaphor>year-ago|"
+        r"year-earlier|prior-year)\s+)?(?:{year2}\s+)?"
         r"{ordinal}[\s-]+(?:(?P<fiscal2>fiscal|calendar)[\s-]+)?(?P<part_unit>quarter|"
         r"half)(?:\s+(?:of\s+)?(?:(?:fiscal|calendar)\s+)?{year3})?",
     ),
@@ -345,7 +345,7 @@ RULES = (
     Rule("set", r"{set}"),
     Rule(
         "set",
-        r"(?P<every>every|each|per|a)\s+(?:(?P<other>other)\s+)?(?:{amount}\s+)?{unit}",
+        r"(?P<every>every|each|per)\s+(?:(?P<other>other)\s+)?(?:{amount}\s+)?{unit}",
     ),
     Rule("set", r"(?P<every>every|each)\s+{weekday}"),
     Rule("set", r"(?P<every>every|each)\s+{month}"),
