@@ -20,7 +20,6 @@ if TYPE_CHECKING:
     from .tagger import _Scan
 
 _MONEY = frozenset("$€£¥#§")
-_PREVIOUS_WORD = re.compile(r"([\w.'§#]+)[ \t]*$")
 TIME_PREPOSITIONS = frozenset(
     "in on at since until till by during of from through throughout before after early "
     "late mid last next this that each every the a an between and to or for around about "
@@ -28,9 +27,14 @@ TIME_PREPOSITIONS = frozenset(
 )
 
 
+_PUNCTUATION = "()[]{}\"',;:!?\u201c\u201d\u2018\u2019"
+
+
 def previous_word(scan: "_Scan", start: int) -> str:
-    m = _PREVIOUS_WORD.search(scan.low, max(0, start - 40), start)
-    return m.group(1) if m else ""
+    """The word before `start` (lower case, outer punctuation stripped), or ""."""
+    words = scan.low[max(0, start - 32) : start].split()
+    return words[-1].strip(_PUNCTUATION) if words and start > 0 and (
+        scan.low[start - 1].isspace() or scan.low[start - 1] in _PUNCTUATION) else ""
 
 
 def _part_of_longer_number(low: str, start: int, end: int) -> bool:

@@ -8,6 +8,7 @@ of a character class, a literal word list or a fixed sequence, so matching is li
 the characters it looks at (see tests/ingest/test_temporal_speed.py)."""
 
 import re
+import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from functools import cache
@@ -127,15 +128,59 @@ HEAD_VOCABULARY = {
     "decade": "decades",
     "holiday": "holidays",
 }
-# Digit heads: the prefilter's digit alternatives, each a kind of head.
+# Digit heads: the shapes of digits that can start an expression on their own (a year,
+# a numeric date, a clock time, "'90s"); other numbers ("30 days", "12 June") are reached
+# from the word after them. Then the letter-and-digit heads: Q3, H1, FY2020.
 DIGIT_HEADS = (
-    ("numeric", r"\d{1,2}[/.]\d{1,2}[/.]\d{2,4}(?!\d)"),
-    ("year", r"\d\d\d\d(?!\d)"),
-    ("clock", r"\d{1,2}(?:[:.][0-5]\d)?\s?[ap]\.?m\b|\d{1,2}:[0-5]\d(?!\d)"),
-    ("quarter_code", r"[qh][1-4](?![\w])"),
-    ("fiscal", r"fy\s?\d\d(?:\d\d)?(?!\d)"),
-    ("decade", r"'\d0s\b"),
+    r"\d\d\d\d(?!\d)",
+    r"\d\d?(?:[/.]\d\d?[/.]\d\d|:[0-5]\d|(?:[.:][0-5]\d)?\s?[ap]\.?m\b)",
+    r"'\d0s\b",
+    r"[qh][1-4](?![\w])",
+    r"fy\s?\d\d(?:\d\d)?(?!\d)",
 )
+# What may stand right before a head: white space and punctuation, spelt out (a class of
+# literal characters is what lets the regular-expression engine skip to candidates fast;
+# `[^\w]` is several times slower).
+LEAD = "[" + re.escape(" \t\n\r\f\v\xa0" + string.punctuation + "\u201c\u2018\u2013\u2014") + "]"
+
+
+def head_kind(token: str) -> str:
+    """The kind of a digit head by its shape."""
+    if token[0] in "qh":
+        return "quarter_code"
+    if token.startswith("fy"):
+        return "fiscal"
+    if token[0] == "'":
+        return "decade"
+    if token.endswith(("m", "m.")) or ":" in token:
+        return "clock"
+    if len(token) == 4 and token.isdigit():
+        return "year"
+    return "numeric"
+
+
+def trie_pattern(words: Iterable[str]) -> str:
+    """An alternation of `words` as a trie ("day(?:s)?|dec(?:ade(?:s)?|ember)?…"): the
+    engine tests each character once instead of every word."""
+    root: dict[str, dict] = {}
+    for word in words:
+        node = root
+        for char in word:
+            node = node.setdefault(char, {})
+        node[""] = {}
+
+    def emit(node: dict[str, dict]) -> str:
+        branches = [re.escape(c) + emit(child) for c, child in sorted(node.items()) if c]
+        if not branches:
+            return ""
+        body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
+        if "" in node:
+            return f"(?:{body})?" if len(branches) == 1 and len(body) > 1 else body + "?"
+        return body
+
+    return emit(root)
+
+
 _SLOT = re.compile(r"\{([a-z_]+?)(\d?)\}")
 
 
@@ -148,9 +193,9 @@ class CompiledRule:
 
 @dataclass(frozen=True)
 class Grammar:
-    """A language ready to run: `prefilter` finds heads (group `w`: a word, looked up in
-    `head_kinds`; the other groups: digit heads, named by kind); `rules` by head kind;
-    `glue`: the words that may stand before a head inside an expression."""
+    """A language ready to run: `prefilter` finds heads after a character of LEAD (a
+    word, looked up in `head_kinds`, or a digit head, see `head_kind`); `rules` by head
+    kind; `glue`: the words that may stand before a head inside an expression."""
 
     lang: Language
     prefilter: re.Pattern[str]
@@ -169,6 +214,9 @@ def _head_words(lang: Language) -> dict[str, set[str]]:
         for entry in getattr(lang, attribute):
             word = entry.split()[-1]
             kinds.setdefault(word, set()).update(SLOT_HEADS[slot][:1])
+    for name in lang.weekdays:
+        if name.isalpha():
+            kinds.setdefault(name + "s", set()).add("weekday")  # "Mondays", "Tuesday nights"
     for word, kind in lang.extra_heads.items():
         kinds.setdefault(word, set()).add(kind)
     return kinds
@@ -198,8 +246,8 @@ def _compile_rule(
     for word in _literal_words(rule.template):
         for part in {word, *word.split("-")}:
             kinds.update(heads.get(part, ()))
-    if rule.template.startswith("(?P<q_letter>"):
-        kinds.add("quarter_code")
+    if rule.heads:
+        kinds = set(rule.heads)
     # An expression ends at a word's end, never inside a hyphenated compound
     # ("a year" is not read out of "a year-earlier loss").
     pattern = re.compile(f"(?:{body})(?![^\\W_]|-[^\\W\\d_])")
@@ -232,15 +280,11 @@ def grammar(code: str = "en") -> Grammar:
     for rule in compiled:
         for kind in rule.heads:
             by_kind.setdefault(kind, []).append(rule)
-    words = _words(heads)
-    digits = "|".join(f"(?P<{kind}>{pattern})" for kind, pattern in DIGIT_HEADS)
-    head = rf"(?:(?P<w>{words}){LETTER_BOUNDARY}|{digits})"
+    head = f"(?:{trie_pattern(heads)}){LETTER_BOUNDARY}|" + "|".join(DIGIT_HEADS)
     return Grammar(
         lang=lang,
-        # The character before a head is no letter or digit: matching that character
-        # first lets the regular-expression engine skip ahead to candidates quickly.
-        prefilter=re.compile(rf"[^\w]{head}"),
-        at_start=re.compile(head),
+        prefilter=re.compile(f"{LEAD}(?:{head})"),
+        at_start=re.compile(f"(?:{head})"),
         head_kinds={w: frozenset(k) for w, k in heads.items()},
         rules={k: tuple(v) for k, v in by_kind.items()},
         glue=_glue(lang, (r.template for r in lang.rules)),

@@ -677,8 +677,6 @@ def read_spoken_year(ctx: Context) -> Reading | None:
 
 
 def read_reference(ctx: Context) -> Reading | None:
-    if ctx.groups.get("then"):
-        return Reading("DATE", "PAST_REF", anchored=True)
     value = ctx.lang.references.get(ctx.word("reference") or "")
     return Reading("DATE", value, anchored=True) if value else None
 

@@ -14,15 +14,17 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 
-from .grammar import Grammar, grammar
+from .filters import previous_word
+from .grammar import Grammar, grammar, head_kind
 from .normalise import FUTURE, PAST, READERS, Context, Reading
 from .periods import Period
 
 MAX_LEFT_WORDS = 6
 LEFT_WINDOW = 60
-_LEFT_TOKEN = re.compile(
-    r"\(\d{1,4}(?:\.\d{1,2})?\)|\d+(?:[/.,:]\d+)*(?:st|nd|rd|th)?\.?|[\w'][\w'.]*"
-)
+_GAP = frozenset(" \t\n\r-")
+# What ends a word going leftwards: white space and punctuation, but not the "." of
+# "Jan." or "5.8", the "/" of "1/2", the ":" of "10:30" or the parentheses of "(3)".
+_STOP = frozenset(" \t\n\r-,;!?\"[]{}\u201c\u201d")
 _SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
 _NEXT_WORD = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\W\d_][\w'-]*)?")
 
@@ -93,34 +95,60 @@ class _Scan:
             yield from self._head(m, 1)
 
     def _head(self, m: re.Match[str], lead: int) -> Iterator[tuple[int, int, frozenset[str]]]:
-        kind = m.lastgroup
-        start = m.start() + lead
-        if kind == "w":
-            kinds = self.g.head_kinds.get(m.group("w"))
-            if kinds:
-                yield start, m.end(), kinds
-        elif kind is not None:
-            yield start, m.end(), frozenset([kind])
+        start, end = m.start() + lead, m.end()
+        token = self.low[start:end]
+        kinds = self.g.head_kinds.get(token)
+        if kinds is not None:
+            if self.viable(token, start, end):
+                yield start, end, kinds
+        elif not token[0].isalpha() or token[1:2].isdigit() or token.startswith("fy"):
+            yield start, end, frozenset([head_kind(token)])
+
+    def viable(self, word: str, start: int, end: int) -> bool:
+        """A cheap first look at a head that is also an ordinary word: "may" and "march"
+        in lower case need a number beside them; a guarded word ("the past", "30
+        seconds") the word its language table says must come before it."""
+        lang = self.g.lang
+        if word in lang.ambiguous and word in lang.months:
+            if self.text[start].isupper():
+                return True
+            after = self.low[end : end + 3].lstrip()
+            return after[:1].isdigit() or previous_word(self, start)[:1].isdigit()
+        guard = lang.head_guards.get(word)
+        if guard is None:
+            return True
+        before = previous_word(self, start)
+        if before in guard:
+            return True
+        if "#" in guard:
+            after = self.low[end : end + 3].lstrip()
+            return before[:1].isdigit() or before in lang.numbers or after[:1].isdigit()
+        return False
 
     def starts(self, head: int, floor: int) -> list[int]:
         """Where an expression around the head at `head` may start, leftmost first: the
-        head, and each of up to MAX_LEFT_WORDS words before it that may open one."""
-        low = self.low
+        head, and each of up to MAX_LEFT_WORDS words before it that may open one
+        (glue words, numbers, "(3)"), separated by spaces, a hyphen or one line break."""
+        low, glue = self.low, self.g.glue
         starts = [head]
-        window = max(floor, head - LEFT_WINDOW)
-        tokens = list(_LEFT_TOKEN.finditer(low, window, head))
         edge = head
-        glue = self.g.glue
-        for token in reversed(tokens[-MAX_LEFT_WORDS:]):
-            gap = low[token.end() : edge]
-            if not gap or gap.strip(" \t\n-") or gap.count("\n") > 1:
+        for _ in range(MAX_LEFT_WORDS):
+            gap_start = edge
+            while gap_start > floor and low[gap_start - 1] in _GAP:
+                gap_start -= 1
+            if gap_start == edge or gap_start <= floor:
                 break
-            word = token.group(0)
-            if not (word in glue or word[0].isdigit() or word[0] == "(" or
-                    (word.endswith(".") and word[:-1] in glue)):
+            if low.count("\n", gap_start, edge) > 1:
                 break
-            starts.append(token.start())
-            edge = token.start()
+            word_start = gap_start
+            while word_start > floor and low[word_start - 1] not in _STOP:
+                word_start -= 1
+            word = low[word_start:gap_start]
+            if not word or not (word in glue or word[0].isdigit() or word[0] == "("
+                                or (word[-1] == "." and word[:-1] in glue)):
+                break
+            starts.append(word_start)
+            edge = word_start
         starts.reverse()
         return starts
 
@@ -152,30 +180,26 @@ class _Scan:
     # --- reading one head -------------------------------------------------------------
 
     def read(self, head: tuple[int, int, frozenset[str]], floor: int) -> Timex | None:
-        """The expression around one head, or None."""
+        """The expression around one head, or None: at each possible start, leftmost
+        first, the rules of the head's kinds; the longest match that covers the head and
+        reads is it."""
         head_start, head_end, kinds = head
-        candidates: list[tuple[int, int, int, re.Match[str], str]] = []
-        order = 0
+        rules = [r for kind in kinds for r in self.g.rules.get(kind, ())]
         for start in self.starts(head_start, floor):
-            for kind in kinds:
-                for rule in self.g.rules.get(kind, ()):
-                    m = rule.pattern.match(self.low, start)
-                    if m is not None and m.end() >= head_end:
-                        candidates.append((start, -m.end(), order, m, rule.kind))
-                        order += 1
-        candidates.sort(key=lambda c: (c[0], c[1], c[2]))
-        seen: set[tuple[int, int, str]] = set()
-        for _, _, _, m, kind in candidates:
-            if (m.start(), m.end(), kind) in seen:
-                continue
-            seen.add((m.start(), m.end(), kind))
-            timex = self.interpret(m, kind)
-            if timex is not None:
-                return timex
+            found = []
+            for rule in rules:
+                m = rule.pattern.match(self.low, start)
+                if m is not None and m.end() >= head_end:
+                    found.append((-m.end(), len(found), m, rule.kind))
+            found.sort(key=lambda c: (c[0], c[1]))
+            for _, _, m, kind in found:
+                timex = self.interpret(m, kind)
+                if timex is not None:
+                    return timex
         return None
 
     def interpret(self, m: re.Match[str], kind: str) -> Timex | None:
-        from .filters import acceptable, previous_word, trimmed
+        from .filters import acceptable, trimmed
 
         if not acceptable(self, m, kind):
             return None

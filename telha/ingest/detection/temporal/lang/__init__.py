@@ -13,11 +13,14 @@ from dataclasses import dataclass, field
 @dataclass(frozen=True)
 class Rule:
     """One phrase shape. `template` is a regular expression over the lower-cased text in
-    which `{slot}` stands for a vocabulary (see `grammar.SLOTS`); `kind` names the
-    normaliser that turns a match into a TIMEX3 type and value."""
+    which `{slot}` stands for a vocabulary (see `grammar.slot_patterns`); `kind` names
+    the reader that turns a match into a TIMEX3 type and value."""
 
     kind: str
     template: str
+    # The kinds of head the rule is tried at (see grammar.SLOT_HEADS); empty: every kind
+    # its slots and literal words hold.
+    heads: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -60,6 +63,9 @@ class Language:
     past_markers: str  # a regular expression: the sentence speaks of the past
     day_first: bool = False  # 03/04/2026: 3 April (True) or 4 March (False)
     extra_heads: Mapping[str, str] = field(default_factory=dict)  # literal head words
+    # Head words that are time only after one of these words ("#": a number, in digits
+    # or words): "the past", "the near future", "30 seconds"; checked before any rule.
+    head_guards: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
 
 def language(code: str) -> Language:

@@ -151,7 +151,6 @@ PARTS_OF_DAY = {
     "afternoon": "AF",
     "evening": "EV",
     "night": "NI",
-    "overnight": "NI",
     "noon": "12:00",
     "midday": "12:00",
     "midnight": "24:00",
@@ -175,7 +174,6 @@ REFERENCES = {
     "these days": "PRESENT_REF",
     "at the moment": "PRESENT_REF",
     "for the moment": "PRESENT_REF",
-    "for the time being": "PRESENT_REF",
     "recently": "PAST_REF",
     "lately": "PAST_REF",
     "the past": "PAST_REF",
@@ -183,9 +181,6 @@ REFERENCES = {
     "the near future": "FUTURE_REF",
     "the foreseeable future": "FUTURE_REF",
     "the distant future": "FUTURE_REF",
-    "the near term": "FUTURE_REF",
-    "the short term": "FUTURE_REF",
-    "the long term": "FUTURE_REF",
 }
 SETS = {
     "daily": "P1D",
@@ -268,32 +263,48 @@ RULES = (
     Rule(
         "date",
         r"(?:{weekday},?\s+)?(?:the\s+)?{day}(?:\s+of)?\s+{month}" + _DATE_TAIL + "?",
+        heads=("month", "weekday"),
     ),
-    Rule("date", r"(?:{weekday},?\s+)?{month}\s+{day}(?!\d)" + _DATE_TAIL + "?"),
+    Rule(
+        "date",
+        r"(?:{weekday},?\s+)?{month}\s+{day}(?!\d)" + _DATE_TAIL + "?",
+        heads=("month", "weekday"),
+    ),
     Rule(
         "date",
         r"(?:{modifier}[\s-]+)?(?:{shift}\s+)?{month}"
         + _DATE_TAIL
         + r"?(?:\s+(?P<year_shift>last|next|this)\s+year)?",
+        heads=("month",),
     ),
-    Rule("weekday", r"(?:{modifier}\s+)?(?:{shift}\s+)?{weekday}(?:\s+{part})?"),
-    Rule("weekday", r"{part}\s+(?:(?:on|of)\s+)?{weekday}"),
-    Rule("deictic", r"(?:{modifier}\s+)?{deictic}(?:\s+{part})?"),
-    Rule("part", r"(?:(?:earlier|later)\s+)?(?:{shift}|the)\s+{part}"),
+    Rule(
+        "weekday",
+        r"(?:{modifier}\s+)?(?:{shift}\s+)?{weekday}(?:\s+{part})?",
+        heads=("weekday",),
+    ),
+    Rule("deictic", r"(?:{modifier}\s+)?{deictic}(?:\s+{part})?", heads=("deictic",)),
+    Rule("part", r"(?:(?:earlier|later)\s+)?(?:{shift}|the)\s+{part}", heads=("part",)),
     Rule(
         "clock",
         r"{clock}(?:\s+(?P<zone>[a-z]{1,2}[sd]t|gmt|utc))?"
         r"(?:,?\s+(?:on\s+)?(?:{weekday}|{deictic}|{month}\s+{day}(?!\d)))?",
+        heads=("clock",),
     ),
-    Rule("clock", r"(?:{modifier}[\s-]+)?{part}(?:\s+(?:on\s+)?(?:{weekday}|{deictic}))?"),
+    Rule(
+        "clock",
+        r"(?:{modifier}[\s-]+)?{part}(?:\s+(?:on\s+)?(?:{weekday}|{deictic}))?",
+        heads=("part",),
+    ),
     Rule(
         "ago",
         r"(?:{approximation}\s+)?{amount}(?:\s+more)?[\s-]+{unit}\s+"
         r"(?P<direction>ago|earlier|back|hence|from\s+now|from\s+today)(?![\w-])",
+        heads=("unit",),
     ),
     Rule(
         "shifted",
         r"(?:(?P<vague>earlier|later)\s+|{modifier}\s+)?(?:the\s+)?{shift}\s+{unit}",
+        heads=("unit",),
     ),
     Rule(
         "duration",
@@ -306,11 +317,13 @@ RULES = (
         r"[\s-]+{unit}(?P<half>\s+and\s+a\s+half)?(?:\s+or\s+so)?"
         r"(?:-(?P<adjective>long|old)|\s+(?P<noun>period|term|span|stretch|interval)"
         r"|\s+(?P<old>old))?",
+        heads=("unit",),
     ),
     Rule(
         "units",
         r"(?:the\s+)?(?:(?P<vague>recent|coming|past|next|last|following|previous|future|"
         r"ensuing|intervening)\s+)?{unit}(?:\s+(?P<ahead>ahead|to\s+come))?",
+        heads=("unit",),
     ),
     Rule(
         "quarter",
@@ -318,39 +331,55 @@ RULES = (
         r"year-earlier|prior-year)\s+)?(?:{year2}\s+)?"
         r"{ordinal}[\s-]+(?:(?P<fiscal2>fiscal|calendar)[\s-]+)?(?P<part_unit>quarter|"
         r"half)(?:\s+(?:of\s+)?(?:(?:fiscal|calendar)\s+)?{year3})?",
+        heads=("unit",),
     ),
-    Rule("quarter", r"(?P<q_letter>q|h)(?P<q_number>[1-4])(?:\s+(?:fy\s*)?{year})?"),
+    Rule(
+        "quarter",
+        r"(?P<q_letter>q|h)(?P<q_number>[1-4])(?:\s+(?:fy\s*)?{year})?",
+        heads=("quarter_code",),
+    ),
     Rule(
         "fiscal",
         r"(?:the\s+)?(?:{shift}\s+)?(?P<fiscal>fiscal|calendar|financial|tax)(?:[\s-]+year)?"
         r"(?:\s+{year}|-(?P<year_short>\d\d))?",
+        heads=("year", "unit"),
     ),
-    Rule("fiscal", r"fy\s?(?:{year}|(?P<year_short>\d\d))"),
+    Rule("fiscal", r"fy\s?(?:{year}|(?P<year_short>\d\d))", heads=("fiscal",)),
     Rule(
         "season",
         r"(?:the\s+)?(?:{modifier}[\s-]+)?(?:{shift}\s+)?{season}(?:" + _DATE_TAIL + ")?",
+        heads=("season",),
     ),
     Rule("decade", r"(?:the\s+)?(?:{modifier}[\s-]+)?{decade}"),
-    Rule("century", r"(?:the\s+)?(?:{modifier}[\s-]+)?{ordinal}[\s-]+century"),
-    Rule("year", r"(?:{modifier}[\s-]+)?(?:the\s+year\s+)?{year}"),
-    Rule("year", r"(?:the\s+)?(?:year[\s-]+(?P<year_end>end)|end\s+of\s+the\s+year)"),
-    Rule("year", r"(?:the\s+)?(?P<anaphor>year-earlier|year-ago|prior-year)(?:\s+{unit})?"),
+    Rule("century", r"(?:the\s+)?(?:{modifier}[\s-]+)?{ordinal}[\s-]+century", heads=("unit",)),
+    Rule("year", r"(?:{modifier}[\s-]+)?(?:the\s+year\s+)?{year}", heads=("year",)),
+    Rule(
+        "year",
+        r"(?:the\s+)?(?:year[\s-]+(?P<year_end>end)|end\s+of\s+the\s+year)",
+        heads=("unit",),
+    ),
+    Rule(
+        "year",
+        r"(?:the\s+)?(?P<anaphor>year-earlier|year-ago|prior-year)(?:\s+{unit})?",
+        heads=("unit",),
+    ),
     Rule(
         "year",
         r"(?:the\s+)?(?:(?:comparable|corresponding|same)\s+)?{year}\s+(?P<period>period|quarter)",
+        heads=("unit",),
     ),
-    Rule("spoken_year", r"(?:the\s+year\s+)?{spoken_year}"),
+    Rule("spoken_year", r"(?:the\s+year\s+)?{spoken_year}", heads=("spoken",)),
     Rule("reference", r"{reference}"),
-    Rule("reference", r"(?P<then>then)[\s-]+(?:current|present)"),
     Rule("set", r"{set}"),
     Rule(
         "set",
         r"(?P<every>every|each|per)\s+(?:(?P<other>other)\s+)?(?:{amount}\s+)?{unit}",
+        heads=("unit",),
     ),
     Rule("set", r"(?P<every>every|each)\s+{weekday}"),
     Rule("set", r"(?P<every>every|each)\s+{month}"),
-    Rule("set", r"(?P<plural_weekday>{weekday})s(?:\s+{part})?"),
-    Rule("holiday", r"(?:{shift}\s+)?{holiday}(?:,?\s+{year})?"),
+    Rule("set", r"(?P<plural_weekday>{weekday})s(?:\s+{part})?", heads=("weekday",)),
+    Rule("holiday", r"(?:{shift}\s+)?{holiday}(?:,?\s+{year})?", heads=("holiday",)),
 )
 
 LANGUAGE = Language(
@@ -404,4 +433,21 @@ LANGUAGE = Language(
     ),
     day_first=False,
     extra_heads={"nineteen": "spoken", "eighteen": "spoken", "thousand": "spoken"},
+    head_guards={
+        "period": frozenset("# latest same comparable corresponding year-ago year-earlier "
+                            "prior-year".split()),
+        "periods": frozenset("# latest same comparable corresponding".split()),
+        "future": frozenset("the near foreseeable distant".split()),
+        "present": frozenset("the at".split()),
+        "past": frozenset(["the"]),
+        "moment": frozenset(["the"]),
+        "second": frozenset(["#"]),
+        "seconds": frozenset(["#"]),
+        "half": frozenset("first second last latter 1st 2nd".split()),
+        "fall": frozenset("# the this last next in early late mid that of since until by "
+                          "during".split()),
+        "spring": frozenset("# the this last next in early late mid that of since until by "
+                            "during".split()),
+        "eve": frozenset(["christmas", "year's"]),
+    },
 )
