@@ -9,8 +9,8 @@ import pytest
 
 from telha.ingest.api.serializers import SubmissionInSerializer
 from telha.ingest.detection.build import FileInput, UnsupportedFile, detect, to_submission
-from telha.ingest.detection.dates import find_dates
 from telha.ingest.detection.model import day_us
+from telha.ingest.detection.temporal import tag
 from telha.ingest.detection.text import (
     detect_text,
     front_matter,
@@ -21,10 +21,16 @@ from telha.ingest.detection.text import (
     rule_relative_phrase,
     rule_undated,
     rule_yearless_date,
+    written_dates,
 )
 from telha.ingest.services import submission_plan
 
 SEP_1 = date(2026, 9, 1)
+
+
+def find_dates(text: str):
+    """The written calendar dates of a text, as `detect_text` gives its rules."""
+    return written_dates(tag(text))
 
 
 def run(text: str, file_date: date | None = None, names: dict[str, str] | None = None):

@@ -16,9 +16,8 @@ from email.utils import parseaddr
 
 from telha.ingest.formats import Extracted, Metadata
 
-from .dates import label_with_year
 from .mail import detect_envelope
-from .model import Candidate, Detection, Fact, Finding, PersonRef
+from .model import Candidate, Detection, Fact, Finding, PersonRef, label_with_year
 from .tabular import Table, detect_rows
 from .text import detect_text
 

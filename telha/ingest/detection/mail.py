@@ -15,8 +15,7 @@ from email.utils import getaddresses
 
 from telha.ingest.formats.base import Mail, header_time, received_from_headers
 
-from .dates import label_with_year
-from .model import Candidate, Detection, Fact, Finding, PersonRef
+from .model import Candidate, Detection, Fact, Finding, PersonRef, label_with_year
 
 TOLERANCE = timedelta(hours=24)
 

@@ -14,13 +14,14 @@ Rules, each a small function over the canonical text:
 """
 
 import re
+from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
 
 import yaml
 
-from .dates import DateMatch, find_dates, label, label_with_year, parse_date_text
-from .model import Candidate, Detection, Fact, Finding, PersonRef
+from .model import Candidate, Detection, Fact, Finding, PersonRef, label, label_with_year
+from .temporal import Timex, tag, written_day
 
 ROLE_WORDS = [
     ("countersignature", re.compile(r"counter-?sign(?:ed|ature)?", re.I)),
@@ -85,6 +86,40 @@ def front_matter(text: str) -> tuple[dict[str, Any], str, int]:
     return meta, text[m.end() :], m.end()
 
 
+def written_dates(timexes: list[Timex], offset: int = 0) -> list[Timex]:
+    """The calendar days among the tagger's expressions that the text writes out — ISO
+    and written dates, with their year or without ("12 June 2026", "12th of June") —
+    from `offset` on, their positions made relative to it. Not relative days ("next
+    Monday"), months or numeric day/month forms (a table's column says what those mean)."""
+    return [
+        replace(t, start=t.start - offset, end=t.end - offset)
+        for t in timexes
+        if t.start >= offset and t.kind in ("date", "iso") and _month_day(t) is not None
+    ]
+
+
+def _month_day(d: Timex) -> tuple[int, int] | None:
+    """(month, day) of a day-precision value ("2026-06-12", "XXXX-06-12", "…T09:30")."""
+    m = re.match(r"[\dX]{4}-(\d\d)-(\d\d)(?:T|$)", d.value)
+    return (int(m.group(1)), int(m.group(2))) if m else None
+
+
+def year_known(d: Timex) -> bool:
+    """Whether the text wrote the date's year (not "12th of June")."""
+    return not d.anchored
+
+
+def on_year(d: Timex, year: int) -> date | None:
+    """The date's month and day in `year` (None: 29 February of a common year)."""
+    month_day = _month_day(d)
+    if month_day is None:
+        return None
+    try:
+        return date(year, *month_day)
+    except ValueError:
+        return None
+
+
 def _sentence_start(text: str, pos: int) -> int:
     """Sentences end at '.' or ';' before white space, or at a blank line (a wrapped line
     is the same sentence; the '.' of "1.5" inside a sentence does not end it)."""
@@ -94,10 +129,10 @@ def _sentence_start(text: str, pos: int) -> int:
     return cut
 
 
-def role_dates(text: str, dates: list[DateMatch]) -> dict[str, DateMatch]:
+def role_dates(text: str, dates: list[Timex]) -> dict[str, Timex]:
     """The first date of each role: the nearest role word before the date, in the same
     sentence and within ROLE_WINDOW characters."""
-    found: dict[str, DateMatch] = {}
+    found: dict[str, Timex] = {}
     for d in dates:
         begin = max(_sentence_start(text, d.start), d.start - ROLE_WINDOW)
         before = text[begin : d.start]
@@ -116,12 +151,15 @@ def role_dates(text: str, dates: list[DateMatch]) -> dict[str, DateMatch]:
     return found
 
 
-def _resolved(d: DateMatch, year_hint: date | None) -> date | None:
-    return d.on(year_hint.year if year_hint else None)
+def _resolved(d: Timex, year_hint: date | None) -> date | None:
+    """The date, a yearless one in the year of `year_hint` (None without one)."""
+    if year_known(d):
+        return d.day
+    return on_year(d, year_hint.year) if year_hint else None
 
 
 def rule_conflicting_roles(
-    text: str, roles: dict[str, DateMatch], year_hint: date | None, offset: int
+    text: str, roles: dict[str, Timex], year_hint: date | None, offset: int
 ) -> list[Finding]:
     """Signature vs countersignature (on the signature fact) and effective vs commencement
     (on the term fact) that disagree → `conflicting_dates`, one candidate per role,
@@ -165,7 +203,7 @@ def month_start_after(d: date) -> date:
 
 
 def relative_anchors(
-    roles: dict[str, DateMatch], document_date: date | None, file_date: date | None
+    roles: dict[str, Timex], document_date: date | None, file_date: date | None
 ) -> list[tuple[str, date]]:
     """What a relative phrase counts from, the strongest first: the signature date and
     the document date (front matter); the file's date (a modification or upload time, a
@@ -208,7 +246,7 @@ def _relative_candidates(
 
 def rule_relative_phrase(
     text: str,
-    roles: dict[str, DateMatch],
+    roles: dict[str, Timex],
     document_date: date | None,
     offset: int,
     file_date: date | None = None,
@@ -244,7 +282,7 @@ def rule_relative_phrase(
 
 def rule_undated(
     text: str,
-    dates: list[DateMatch],
+    dates: list[Timex],
     has_meta_date: bool,
     file_date: date | None,
     created: date | None = None,
@@ -271,7 +309,7 @@ def rule_undated(
 
 
 def rule_yearless_date(
-    dates: list[DateMatch],
+    dates: list[Timex],
     used: set[int],
     year_hint: date | None,
     offset: int,
@@ -281,10 +319,10 @@ def rule_yearless_date(
     the hint year's reading (the document's, else the file's date) first and the next
     year's second. Dates whose start is in `used` belong to another rule."""
     for d in dates:
-        if d.year_known or d.start in used:
+        if year_known(d) or d.start in used:
             continue
         base = (year_hint or date.today()).year
-        options = [x for x in (d.on(base), d.on(base + 1)) if x is not None]
+        options = [x for x in (on_year(d, base), on_year(d, base + 1)) if x is not None]
         if not options:
             continue
         span = (d.start + offset, d.end + offset)
@@ -349,15 +387,16 @@ def detect_text(
     stated = None
     if meta.get("date") is not None:
         raw = meta["date"]
-        stated = raw if isinstance(raw, date) else parse_date_text(str(raw))
+        stated = raw if isinstance(raw, date) else written_day(str(raw))
     document_date = stated or created
     year_hint = document_date or file_date
-    dates = find_dates(body)
+    timexes = tag(text, reference=year_hint)
+    dates = written_dates(timexes, offset)
     roles = role_dates(body, dates)
     findings = rule_conflicting_roles(body, roles, year_hint, offset)
     taken = {f.node_key for f in findings}
     signature = roles.get("signature")
-    if signature is not None and not signature.year_known and "signature" not in taken:
+    if signature is not None and not year_known(signature) and "signature" not in taken:
         weak = rule_yearless_date([signature], set(), year_hint, offset, node_key="signature")
         if weak is not None:
             findings.append(weak)
@@ -400,4 +439,6 @@ def detect_text(
         people=_people(meta, body, people_by_name or {}),
         acl=acl_of(meta),
         restriction=str(meta["restriction"]) if meta.get("restriction") else None,
+        reference=year_hint,
+        dates=timexes,
     )

@@ -189,6 +189,7 @@ class CompiledRule:
     kind: str
     pattern: re.Pattern[str]
     heads: frozenset[str]
+    index: int  # its place in the language's table
 
 
 @dataclass(frozen=True)
@@ -205,6 +206,20 @@ class Grammar:
     glue: frozenset[str]
     future: re.Pattern[str]
     past: re.Pattern[str]
+
+    def rules_for(self, kinds: frozenset[str]) -> tuple[CompiledRule, ...]:
+        """The rules to try at a head of these kinds (each once, in table order)."""
+        found = _RULES_FOR.get((self.lang.code, kinds))
+        if found is None:
+            chosen = {id(r) for k in kinds for r in self.rules.get(k, ())}
+            order = [r for k in sorted(self.rules) for r in self.rules[k]]
+            unique = {id(r): r for r in order if id(r) in chosen}
+            found = tuple(sorted(unique.values(), key=lambda r: r.index))
+            _RULES_FOR[(self.lang.code, kinds)] = found
+        return found
+
+
+_RULES_FOR: dict[tuple[str, frozenset[str]], tuple["CompiledRule", ...]] = {}
 
 
 def _head_words(lang: Language) -> dict[str, set[str]]:
@@ -230,7 +245,7 @@ def _literal_words(template: str) -> set[str]:
 
 
 def _compile_rule(
-    rule: Rule, slots: Mapping[str, str], heads: Mapping[str, set[str]]
+    index: int, rule: Rule, slots: Mapping[str, str], heads: Mapping[str, set[str]]
 ) -> CompiledRule:
     kinds: set[str] = set()
 
@@ -251,7 +266,7 @@ def _compile_rule(
     # An expression ends at a word's end, never inside a hyphenated compound
     # ("a year" is not read out of "a year-earlier loss").
     pattern = re.compile(f"(?:{body})(?![^\\W_]|-[^\\W\\d_])")
-    return CompiledRule(rule.kind, pattern, frozenset(kinds))
+    return CompiledRule(rule.kind, pattern, frozenset(kinds), index)
 
 
 def _glue(lang: Language, templates: Iterable[str]) -> frozenset[str]:
@@ -275,7 +290,7 @@ def grammar(code: str = "en") -> Grammar:
     lang = language(code)
     slots = slot_patterns(lang)
     heads = _head_words(lang)
-    compiled = [_compile_rule(rule, slots, heads) for rule in lang.rules]
+    compiled = [_compile_rule(i, rule, slots, heads) for i, rule in enumerate(lang.rules)]
     by_kind: dict[str, list[CompiledRule]] = {}
     for rule in compiled:
         for kind in rule.heads:

@@ -33,14 +33,17 @@ class Reading:
 @dataclass
 class Context:
     """What a reader may use besides its match: the language, the reference date (None:
-    values stay unresolved, e.g. XXXX-06-12), the last period the text named, and the
-    tense of the sentence around the match (computed on demand)."""
+    values stay unresolved, e.g. XXXX-06-12), the last period the text named (the
+    focus), the match's groups, and — computed only when a reader asks — the tense of
+    the sentence around the match and the words just before and after it."""
 
     lang: Language
     reference: date | None
+    focus: Period | None
+    groups: dict[str, str]
     tense: Callable[[], int | None]
-    focus: Period | None = None
-    groups: dict[str, str | None] = field(default_factory=dict)
+    before: Callable[[], str]
+    after: Callable[[], str]
 
     def word(self, name: str) -> str | None:
         value = self.groups.get(name)
@@ -463,7 +466,7 @@ def _rate(ctx: Context) -> bool:
     """ "$1.76 a year", "seven flights a week", "24 hours a day": a rate, no duration."""
     if (ctx.word("amount") or "") not in ("a", "an", "per"):
         return False
-    before = ctx.groups.get("_before") or ""
+    before = ctx.before()
     return bool(before) and (before[-1].isdigit() or before in RATE_WORDS
                              or before in ctx.lang.numbers)
 
@@ -473,7 +476,7 @@ def _fraction(ctx: Context, unit: str) -> bool:
     if unit != "Q":
         return False
     text = (ctx.groups.get("_text") or "").lower()
-    return (ctx.word("amount") in ("a", "an") or ctx.groups.get("_after") == "of"
+    return (ctx.word("amount") in ("a", "an") or ctx.after() == "of"
             or bool(re.search(r"-quarters\b", text)))
 
 

@@ -184,7 +184,7 @@ class _Scan:
         first, the rules of the head's kinds; the longest match that covers the head and
         reads is it."""
         head_start, head_end, kinds = head
-        rules = [r for kind in kinds for r in self.g.rules.get(kind, ())]
+        rules = self.g.rules_for(kinds)
         for start in self.starts(head_start, floor):
             found = []
             for rule in rules:
@@ -205,10 +205,16 @@ class _Scan:
             return None
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
         groups["_text"] = m.group(0)
-        groups["_before"] = previous_word(self, m.start())
-        groups["_after"] = self.next_word(m.end())
-        ctx = Context(self.g.lang, self.reference,
-                      lambda: self.tense(m.start(), m.end()), self.focus, groups)
+        start, end = m.span()
+        ctx = Context(
+            lang=self.g.lang,
+            reference=self.reference,
+            focus=self.focus,
+            groups=groups,
+            tense=lambda: self.tense(start, end),
+            before=lambda: previous_word(self, start),
+            after=lambda: self.next_word(end),
+        )
         reading: Reading | None = READERS[kind](ctx)
         if reading is None:
             return None

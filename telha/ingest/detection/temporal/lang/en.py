@@ -262,7 +262,7 @@ RULES = (
     Rule("numeric", r"{numeric}"),
     Rule(
         "date",
-        r"(?:{weekday},?\s+)?(?:the\s+)?{day}(?:\s+of)?\s+{month}" + _DATE_TAIL + "?",
+        r"(?:{weekday},?\s+)?{day}(?:\s+of)?\s+{month}" + _DATE_TAIL + "?",
         heads=("month", "weekday"),
     ),
     Rule(
