@@ -14,10 +14,19 @@ extent ends: precision where detection acts.
   its noun phrase: "in [the third quarter]" but "the [third-quarter] loss"."""
 
 import re
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-if TYPE_CHECKING:
-    from .tagger import _Scan
+from .grammar import Grammar
+
+
+class _Scan(Protocol):
+    """What the checks read of a tagger's run over one text."""
+
+    text: str  # the text
+    low: str  # the text in lower case, every offset kept
+    g: Grammar
+
+    def next_word(self, end: int) -> str: ...
 
 _MONEY = frozenset("$€£¥#§")
 TIME_PREPOSITIONS = frozenset(

@@ -15,6 +15,11 @@ from .periods import UNIT_GRAINS, Period, duration_value, month_add, period_of
 PAST, FUTURE = -1, 1
 
 
+class Impossible(Exception):
+    """A date that is no calendar date ("31 February 2026"): no expression is read at
+    its head at all — not a shorter one ("February 2026") inside it."""
+
+
 @dataclass
 class Reading:
     """What a match means: TIMEX3 type and value, plus what detection uses."""
@@ -170,7 +175,7 @@ def read_iso(ctx: Context) -> Reading | None:
     g = ctx.groups
     d = safe_date(int(g["iso_year"] or 0), int(g["iso_month"] or 0), int(g["iso_day"] or 0))
     if d is None:
-        return None
+        raise Impossible
     if g.get("iso_hour"):
         clock = f"{g['iso_hour']}:{g['iso_minute']}"
         return Reading("TIME", f"{d.isoformat()}T{clock}", Period("day", d), time=clock)
@@ -218,7 +223,7 @@ def read_date(ctx: Context) -> Reading | None:
     if day is not None:
         d = safe_date(year, month, day)
         if d is None:
-            return None
+            raise Impossible
         return Reading("DATE", d.isoformat(), Period("day", d), anchored=anchored)
     p = Period("month", date(year, month, 1))
     return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=anchored)
@@ -228,7 +233,7 @@ def _unanchored_date(month: int, day: int | None) -> Reading | None:
     if day is None:
         return Reading("DATE", f"XXXX-{month:02d}", anchored=True)
     if safe_date(2000, month, day) is None:
-        return None
+        raise Impossible
     return Reading("DATE", f"XXXX-{month:02d}-{day:02d}", anchored=True)
 
 

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 
-from .filters import previous_word
+from .filters import acceptable, previous_word, trimmed
 from .grammar import Grammar, grammar, head_kind
-from .normalise import FUTURE, PAST, READERS, Context, Reading
+from .normalise import FUTURE, PAST, READERS, Context, Impossible, Reading
 from .periods import Period
 
 MAX_LEFT_WORDS = 6
@@ -193,14 +193,15 @@ class _Scan:
                     found.append((-m.end(), len(found), m, rule.kind))
             found.sort(key=lambda c: (c[0], c[1]))
             for _, _, m, kind in found:
-                timex = self.interpret(m, kind)
+                try:
+                    timex = self.interpret(m, kind)
+                except Impossible:
+                    return None
                 if timex is not None:
                     return timex
         return None
 
     def interpret(self, m: re.Match[str], kind: str) -> Timex | None:
-        from .filters import acceptable, trimmed
-
         if not acceptable(self, m, kind):
             return None
         groups = {k: v for k, v in m.groupdict().items() if v is not None}
