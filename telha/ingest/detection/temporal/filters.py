@@ -117,16 +117,32 @@ def _unit_ok(scan: "_Scan", m: re.Match[str]) -> bool:
 
 
 def _year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
-    """A bare year: 1900–2099, or any after a time preposition; not a label's number."""
+    """A bare year: 1900–2099, or any after a time preposition; not a label's number
+    ("Section 2019"), not a count ("2026 shares")."""
     year = int(m.group("year"))
     previous = previous_word(scan, m.start())
     if previous in scan.g.lang.number_labels:
+        return False
+    if scan.next_word(m.end()) in scan.g.lang.amount_words:
         return False
     if m.group(0) != m.group("year"):
         return True  # "the year 1776", "early 1990"
     if 1900 <= year <= 2099:
         return True
     return previous in TIME_PREPOSITIONS
+
+
+def _spoken_year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
+    """ "two thousand (and) five" is a year only where a year is expected ("in", "the
+    year", after a month); elsewhere it is an amount. "nineteen ninety" always is."""
+    if "thousand" not in m.group(0):
+        return True
+    if m.group(0).startswith("the year"):
+        return True
+    previous = previous_word(scan, m.start()).rstrip(".")
+    return previous in ("in", "since", "until", "by", "from", "of", "year") or (
+        previous in scan.g.lang.months
+    )
 
 
 def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
@@ -146,6 +162,11 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
         return False
     if kind == "set" and groups.get("set") and modifies_noun(scan, end):
         return False  # "a quarterly dividend", "the daily tally"
+    if kind == "spoken_year" and not _spoken_year_ok(scan, m):
+        return False
+    if kind == "reference" and text.split(None, 1)[0] in scan.g.lang.determiners:
+        if modifies_noun(scan, end):
+            return False  # "the present Agreement", "the future payments"
     if kind == "year" and groups.get("year") and not _year_ok(scan, m):
         return False
     if groups.get("hour24") and not groups.get("weekday") and not groups.get("deictic"):

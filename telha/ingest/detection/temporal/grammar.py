@@ -39,7 +39,8 @@ def _number_slot(lang: Language) -> str:
     with an optional repetition in digits ("three (3)")."""
     words = _words([*lang.numbers, *lang.fuzzy_amounts])
     return (
-        rf"(?:\d{{1,4}}(?:[.,]\d{{1,2}})?(?:\s+1/2)?(?!\d)|(?:{words}){LETTER_BOUNDARY})"
+        rf"(?:\d{{1,3}}(?:,\d\d\d)+(?![\d,])|\d{{1,4}}(?:[.,]\d{{1,2}})?(?:\s+1/2)?(?!\d)"
+        rf"|(?:{words}){LETTER_BOUNDARY})"
         r"(?:\s*\(\d{1,4}(?:\.\d{1,2})?\))?"
     )
 
@@ -65,8 +66,11 @@ ISO = (
     r"(?:t(?P<iso_hour>[01]\d|2[0-3]):(?P<iso_minute>[0-5]\d)(?::[0-5]\d(?:\.\d{1,6})?)?"
     r"(?:z|[+-]\d\d:?\d\d)?)?(?!\d|[.-]\d)"
 )
+# 03/04/2026, 3/4/26, 03.04.2026 (a dotted form needs its four-digit year: "6.1.10" is a
+# section number).
 NUMERIC = (
-    r"(?P<n1>\d{1,2})(?P<sep>[/.])(?P<n2>\d{1,2})(?P=sep)(?P<n3>\d{4}|\d{2})(?!\d|[./-]\d)"
+    r"(?P<n1>\d{1,2})(?:(?P<slash>/)(?P<n2>\d{1,2})/(?P<n3>\d{4}|\d{2})"
+    r"|\.(?P<n2_dot>\d{1,2})\.(?P<n3_dot>\d{4}))(?!\d|[./-]\d)"
 )
 
 
@@ -91,7 +95,7 @@ def slot_patterns(lang: Language) -> dict[str, str]:
         "set": f"(?:{_words(lang.sets)}){LETTER_BOUNDARY}",
         "modifier": f"(?:{_words(lang.modifiers)}){LETTER_BOUNDARY}",
         "approximation": f"(?:{_words(lang.approximations)}){LETTER_BOUNDARY}",
-        "decade": rf"(?:\d\d\d0'?s|'\d0s|(?:{_words(lang.decades)}){LETTER_BOUNDARY})",
+        "decade": rf"(?:(?:1\d|20)\d0'?s|'\d0s|(?:{_words(lang.decades)}){LETTER_BOUNDARY})",
         "holiday": f"(?:{_words(lang.holidays)}){LETTER_BOUNDARY}",
         "spoken_year": _spoken_year_slot(lang),
     }
@@ -206,6 +210,7 @@ class Grammar:
     glue: frozenset[str]
     future: re.Pattern[str]
     past: re.Pattern[str]
+    exclusions: re.Pattern[str] | None
 
     def rules_for(self, kinds: frozenset[str]) -> tuple[CompiledRule, ...]:
         """The rules to try at a head of these kinds (each once, in table order)."""
@@ -265,7 +270,7 @@ def _compile_rule(
         kinds = set(rule.heads)
     # An expression ends at a word's end, never inside a hyphenated compound
     # ("a year" is not read out of "a year-earlier loss").
-    pattern = re.compile(f"(?:{body})(?![^\\W_]|-[^\\W\\d_])")
+    pattern = re.compile(f"(?:{body})(?![^\\W_])(?:(?<=\\d)|(?!-[^\\W\\d_]))")
     return CompiledRule(rule.kind, pattern, frozenset(kinds), index)
 
 
@@ -305,4 +310,5 @@ def grammar(code: str = "en") -> Grammar:
         glue=_glue(lang, (r.template for r in lang.rules)),
         future=re.compile(lang.future_markers),
         past=re.compile(lang.past_markers),
+        exclusions=re.compile("|".join(lang.exclusions)) if lang.exclusions else None,
     )

@@ -68,6 +68,8 @@ def number(lang: Language, text: str | None) -> float | None:
     if text is None:
         return None
     text = re.sub(r"\s*\(.*\)$", "", text.strip())
+    if re.fullmatch(r"\d{1,3}(?:,\d\d\d)+", text):
+        return float(text.replace(",", ""))  # 1,000
     if re.fullmatch(r"\d+(?:[.,]\d+)?", text):
         return float(text.replace(",", "."))
     if m := re.fullmatch(r"(\d+)\s+1/2", text):
@@ -182,17 +184,22 @@ def read_iso(ctx: Context) -> Reading | None:
     return Reading("DATE", d.isoformat(), Period("day", d))
 
 
+def two_digit_year(yy: int, reference: date | None) -> int:
+    """A year written with two digits ("'98", "3/4/26"): in the century that puts it
+    nearest the reference (2000 without one)."""
+    base = (reference or date(2000, 1, 1)).year
+    centuries = (base // 100 - 1, base // 100, base // 100 + 1)
+    return min((c * 100 + yy for c in centuries), key=lambda y: abs(y - base))
+
+
 def read_numeric(ctx: Context) -> Reading | None:
     """03/04/2026 read in the language's order (month first in English); a two-digit
     year is in the century that puts it nearest the reference."""
     g = ctx.groups
-    a, b, y = int(g["n1"] or 0), int(g["n2"] or 0), g["n3"] or ""
+    a, b = int(g["n1"] or 0), int(g.get("n2") or g.get("n2_dot") or 0)
+    y = g.get("n3") or g.get("n3_dot") or ""
     day, month = (a, b) if ctx.lang.day_first else (b, a)
-    year = int(y)
-    if len(y) == 2:
-        base = (ctx.reference or date(2000, 1, 1)).year
-        year = min((c * 100 + year for c in (base // 100 - 1, base // 100, base // 100 + 1)),
-                   key=lambda c: abs(c - base))
+    year = int(y) if len(y) == 4 else two_digit_year(int(y), ctx.reference)
     d = safe_date(year, month, day)
     if d is None:
         return None
@@ -210,9 +217,12 @@ def read_date(ctx: Context) -> Reading | None:
     year_text = ctx.word("year")
     shift = ctx.word("shift")
     year_shift = ctx.word("year_shift")
-    anchored = year_text is None
+    short = ctx.word("year_short")
+    anchored = year_text is None and short is None
     if year_text is not None:
         year = int(year_text)
+    elif short is not None:
+        year = two_digit_year(int(short), ctx.reference)
     elif ctx.reference is None:
         return _unanchored_date(month, day)
     elif year_shift is not None:
@@ -498,8 +508,8 @@ def read_units(ctx: Context) -> Reading | None:
         return None
     text = (ctx.groups.get("_text") or "").lower()
     if _plural(ctx):
-        if unit in ("P", "H1"):
-            return None
+        if unit in ("P", "H1", "H", "MIN", "S"):
+            return None  # "business hours", "the minutes" of a meeting: no duration
         return Reading("DURATION", duration_value(None, unit), unit=unit)
     grain = UNIT_GRAINS.get(unit)
     if not text.startswith("the") or ctx.reference is None or ctx.word("vague"):
@@ -569,7 +579,7 @@ def read_fiscal(ctx: Context) -> Reading | None:
     if year_text:
         year = int(year_text)
     elif short:
-        year = 2000 + int(short) if int(short) < 70 else 1900 + int(short)
+        year = two_digit_year(int(short), ctx.reference)
     elif "year" in text and ctx.reference is not None:
         shift = ctx.lang.shifts.get(ctx.word("shift") or "", 0)
         if not ctx.word("shift"):

@@ -109,9 +109,12 @@ class _Scan:
         in lower case need a number beside them; a guarded word ("the past", "30
         seconds") the word its language table says must come before it."""
         lang = self.g.lang
+        if self.g.exclusions is not None and self.g.exclusions.match(self.low, start):
+            return False
         if word in lang.ambiguous and word in lang.months:
-            if self.text[start].isupper():
-                return True
+            written = self.text[start:end]
+            if written[0].isupper() and not written.isupper():
+                return True  # "May", not "may" nor "MAY" (in capitals, a case says nothing)
             after = self.low[end : end + 3].lstrip()
             return after[:1].isdigit() or previous_word(self, start)[:1].isdigit()
         guard = lang.head_guards.get(word)

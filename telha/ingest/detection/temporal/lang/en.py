@@ -270,6 +270,7 @@ RULES = (
         r"(?:{weekday},?\s+)?{month}\s+{day}(?!\d)" + _DATE_TAIL + "?",
         heads=("month", "weekday"),
     ),
+    Rule("date", r"{day}-{month}-(?:{year}|(?P<year_short>\d\d)(?!\d))", heads=("month",)),
     Rule(
         "date",
         r"(?:{modifier}[\s-]+)?(?:{shift}\s+)?{month}"
@@ -420,7 +421,8 @@ LANGUAGE = Language(
         "section sections clause clauses article articles paragraph paragraphs item "
         "items schedule exhibit annex appendix rule rules part parts chapter no no. "
         "number nos page pages note notes table figure version release step phase "
-        "unit units suite floor room route highway box lot tranche series class".split()
+        "unit units suite floor room route highway box lot tranche series class usd eur gbp "
+        "chf jpy cad aud inr rs us$ c$ a$ model code form".split()
     ),
     ambiguous=frozenset(["may", "march", "second", "seconds", "fall", "spring"]),
     future_markers=(
@@ -444,10 +446,17 @@ LANGUAGE = Language(
         "second": frozenset(["#"]),
         "seconds": frozenset(["#"]),
         "half": frozenset("first second last latter 1st 2nd".split()),
-        "fall": frozenset("# the this last next in early late mid that of since until by "
+        "fall": frozenset("# the this last next in early late mid of since until by "
                           "during".split()),
-        "spring": frozenset("# the this last next in early late mid that of since until by "
+        "spring": frozenset("# the this last next in early late mid of since until by "
                             "during".split()),
         "eve": frozenset(["christmas", "year's"]),
     },
+    exclusions=(r"now,?\s+therefore\b",),
+    amount_words=frozenset(
+        "shares share units unit dollars euros pounds yen copies people persons employees "
+        "members customers users items pieces tons tonnes acres feet square miles metres "
+        "meters kilometres kilometers gallons barrels points votes seats rooms beds "
+        "licenses licences".split()
+    ),
 )
