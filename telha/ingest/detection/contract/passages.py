@@ -1,0 +1,138 @@
+"""Where a contract states its dates, found without reading all of it.
+
+A careful reader does not read every date of a contract to learn when it was made and
+how long it runs: they read the title block and the preamble, the definitions of the
+dates that matter ("Effective Date" means …), the term clause, the renewal clause and
+the signature block. This module finds those places in one pass of literal searches
+(`str.find` over the lower-cased text, no regular expression over the whole text) and
+cuts a bounded passage — the sentence — around each, so that the readers after it only
+ever look at a few hundred characters at a time."""
+
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+# What opens a passage, by the clause it marks. Each literal is searched for once.
+CUES: dict[str, tuple[str, ...]] = {
+    # The document's own date, in the preamble or the title block.
+    "making": ("dated", "made", "entered into", "executed", "day of", "as of", "concluded"),
+    # When it takes effect: "effective as of", "shall commence on", "come into force".
+    "effective": ("effective", "commenc", "into force", "take effect", "takes effect",
+                  "into effect"),
+    # The definitions of the dates that govern it.
+    "definition": ("effective date", "commencement date", "execution date",
+                   "agreement date", "start date"),
+    # The term: how long it runs, when it ends.
+    "term": ("term", "expir", "perpetu", "indefinite", "continu", "remain", "in force",
+             "in effect", "until", "valid for", "duration", "shall terminate", "will terminate",
+             "terminate on", "conclud", "ending on", "shall end", "will end", "period of",
+             "contract period", "commencing"),
+    # Renewal and its notice.
+    "renewal": ("renew", "extended", "extend for", "year to year", "year-to-year",
+                "month to month", "month-to-month"),
+    # Signatures: roles ("signed on"), the signature block ("Date: 3/4/11").
+    "signature": ("sign", "executed", "in witness", "date:", "dated:", "date :"),
+}
+# How far a passage reaches from its cue (a sentence, bounded: contracts wrap lines
+# with runs of spaces, and a missing full stop must not make a passage the whole text).
+BACK, AHEAD = 400, 600
+# The title block and preamble a reader reads first; the preamble sentence may follow
+# a cover page or a confidentiality legend.
+TITLE_BLOCK = 700
+HEAD = 12_000
+# Cues of a kind read per document, in order: the clause that states a date comes
+# early (a definition before its uses, the term clause before the clauses citing it).
+MAX_SITES = {"making": 12, "effective": 16, "definition": 10, "term": 400, "renewal": 12,
+             "signature": 24}
+
+
+def lowered(text: str) -> str:
+    """Lower case with every offset kept (str.lower lengthens a few characters)."""
+    low = text.lower()
+    if len(low) == len(text):
+        return low
+    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+
+
+def _is_word_at(low: str, start: int, end: int) -> bool:
+    """Whether `low[start:end]` starts a word (a letter or digit before it ends one)."""
+    return start == 0 or not low[start - 1].isalnum()
+
+
+def find_cues(low: str) -> dict[str, list[int]]:
+    """Every position where a cue literal of each kind starts a word, in order; a kind
+    keeps at most MAX_SITES positions (the making cues only within HEAD characters)."""
+    found: dict[str, list[int]] = {}
+    for kind, literals in CUES.items():
+        limit = HEAD if kind == "making" else len(low)
+        positions: list[int] = []
+        for literal in literals:
+            i = low.find(literal, 0, limit)
+            while i >= 0:
+                if _is_word_at(low, i, i + len(literal)) and _token_ok(low, i, literal):
+                    positions.append(i)
+                i = low.find(literal, i + len(literal), limit)
+        positions.sort()
+        found[kind] = positions[: MAX_SITES[kind]]
+    return found
+
+
+def _token_ok(low: str, i: int, literal: str) -> bool:
+    """ "term" only as the word itself ("the Term", "initial term"), never "terms",
+    "terminate" or "determine": the one cue common enough to need it."""
+    if literal != "term":
+        return True
+    after = low[i + 4 : i + 5]
+    return not after.isalpha()
+
+
+_STOPS = (". ", ".\n", ".\t", "; ", ";\n", "\n\n", ":\n")
+
+
+def sentence_bounds(low: str, pos: int) -> tuple[int, int]:
+    """The sentence around `pos`, at most BACK characters before it and AHEAD after:
+    sentences end at '.', ';' or ':' before white space, or at a blank line."""
+    floor = max(0, pos - BACK)
+    start = floor
+    for stop in _STOPS:
+        i = low.rfind(stop, floor, pos)
+        if i >= 0 and i + len(stop) > start:
+            start = i + len(stop)
+    ceiling = min(len(low), pos + AHEAD)
+    end = ceiling
+    for stop in _STOPS:
+        i = low.find(stop, pos, ceiling)
+        if 0 <= i < end:
+            end = i + 1
+    return start, end
+
+
+@dataclass
+class Sites:
+    """The cue positions of one text and the passages cut around them."""
+
+    low: str
+    cues: dict[str, list[int]]
+    bounds: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def passage(self, pos: int) -> tuple[int, int]:
+        """The bounded sentence around a cue (cut once per position)."""
+        found = self.bounds.get(pos)
+        if found is None:
+            found = self.bounds[pos] = sentence_bounds(self.low, pos)
+        return found
+
+    def passages(self, kind: str) -> Iterator[tuple[int, int, int]]:
+        """(cue, start, end) of each passage of a kind, in text order, each sentence
+        once."""
+        seen: set[tuple[int, int]] = set()
+        for pos in self.cues.get(kind, ()):
+            bounds = self.passage(pos)
+            if bounds not in seen:
+                seen.add(bounds)
+                yield pos, *bounds
+
+
+def find_sites(text: str) -> Sites:
+    """The cue positions of a text (see CUES)."""
+    low = lowered(text)
+    return Sites(low=low, cues=find_cues(low))
