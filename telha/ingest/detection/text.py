@@ -20,6 +20,9 @@ from typing import Any
 
 import yaml
 
+from .contract.passages import Sites, find_sites
+from .contract.reading import read_contract
+from .document import DocumentDates, date_fact, document_dates, term_fact
 from .model import Candidate, Detection, Fact, Finding, PersonRef, label, label_with_year
 from .temporal import Timex, tag, written_day
 
@@ -161,7 +164,7 @@ def _resolved(d: Timex, year_hint: date | None) -> date | None:
 def rule_conflicting_roles(
     text: str, roles: dict[str, Timex], year_hint: date | None, offset: int
 ) -> list[Finding]:
-    """Signature vs countersignature (on the signature fact) and effective vs commencement
+    """Signature vs countersignature (on the date fact) and effective vs commencement
     (on the term fact) that disagree → `conflicting_dates`, one candidate per role,
     labelled "12 June (signature)"; the first role's date is the best guess."""
     findings = []
@@ -172,7 +175,7 @@ def rule_conflicting_roles(
         da, db = _resolved(a, year_hint), _resolved(b, year_hint)
         if da is None or db is None or da == db:
             continue
-        key = "signature" if first == "signature" else "term"
+        key = "date" if first == "signature" else "term"
         span_a, span_b = (a.start + offset, a.end + offset), (b.start + offset, b.end + offset)
         findings.append(
             Finding(
@@ -244,6 +247,28 @@ def _relative_candidates(
     ]
 
 
+# A literal each relative phrase contains, searched for first: the phrase's pattern is
+# then matched only around it, never over the whole text.
+RELATIVE_CUES = {"next_quarter": "next quarter", "days_after_anchor": "within",
+                 "start_of_next_month": "next month"}
+
+
+def _relative_matches(text: str) -> list[tuple[re.Match[str], str]]:
+    """The first match of each relative phrase in the text (pattern, name)."""
+    low = text.lower()
+    found = []
+    for name, pattern in RELATIVE_RULES:
+        cue = RELATIVE_CUES[name]
+        i = low.find(cue)
+        while i >= 0:
+            m = pattern.search(text, max(0, i - 80), i + 120)
+            if m is not None:
+                found.append((m, name))
+                break
+            i = low.find(cue, i + len(cue))
+    return found
+
+
 def rule_relative_phrase(
     text: str,
     roles: dict[str, Timex],
@@ -255,7 +280,7 @@ def rule_relative_phrase(
     from the anchor, the best guess first. "within N days of the effective date" counts
     from the effective date when the document states one. No anchor, no finding."""
     anchors = relative_anchors(roles, document_date, file_date)
-    matches = [(m, name) for name, pattern in RELATIVE_RULES if (m := pattern.search(text))]
+    matches = _relative_matches(text)
     if not matches:
         return None
     m, name = min(matches, key=lambda item: item[0].start())
@@ -369,6 +394,100 @@ def _people(
     return refs
 
 
+# A text this short is read whole by the tagger; a longer one only where its dates are
+# stated (contract/passages.py), and whole only before it is called undated.
+READ_WHOLE = 4_000
+
+
+def _timexes(text: str, offset: int, sites: Sites, reference: date | None) -> list[Timex]:
+    """The tagger's expressions of the passages that state the document's dates (all of
+    a short text), offsets into the whole text."""
+    body_length = len(text) - offset
+    if body_length <= READ_WHOLE:
+        return tag(text, reference=reference)
+    spans = [(0, READ_WHOLE // 2)]
+    for kind in ("making", "effective", "signature"):
+        spans += [(a, b) for _, a, b in sites.passages(kind)]
+    found: list[Timex] = []
+    end = -1
+    for a, b in sorted(spans):
+        if b <= end:
+            continue
+        a = max(a, end)
+        for t in tag(text[offset + a : offset + b], reference=reference):
+            found.append(replace(t, start=t.start + offset + a, end=t.end + offset + a))
+        end = b
+    return found
+
+
+def _date_fact(
+    dd: DocumentDates, roles: dict[str, Timex], conflicts: list[Finding], title: str,
+    stated: date | None, year_hint: date | None, offset: int,
+) -> tuple[Fact, Finding | None]:
+    """The `date` fact and its one question: the contract's stated date (its question if
+    it is blank or two-way); else the front matter's; else the signatures' (a
+    signature/countersignature conflict, a yearless signature, is the question)."""
+    own = next((f for f in dd.findings if f.node_key == "date"), None)
+    if dd.stated_made:
+        return date_fact(title, dd.made, dd.made_span), own
+    signature = roles.get("signature")
+    conflict = next((f for f in conflicts if f.node_key == "date"), None)
+    question = conflict or own
+    if question is None and signature is not None and not year_known(signature):
+        question = rule_yearless_date([signature], set(), year_hint, offset, node_key="date")
+    signed = _resolved(signature, year_hint) if signature else None
+    value = stated or signed or dd.made
+    if value is None and question is not None:
+        value = question.candidates[0].valid_from
+    span = (signature.start, signature.end) if signature and value == signed else dd.made_span
+    return date_fact(title, value, span), question
+
+
+def _term_question(
+    body: str, dd: DocumentDates, roles: dict[str, Timex], conflicts: list[Finding],
+    anchors: tuple[date | None, date | None], offset: int,
+) -> Finding | None:
+    """The term's one question: effective vs commencement in conflict; else the
+    contract's (a blank or event-tied start); else, when the contract states no start,
+    a relative phrase ("effective next quarter"; "within 30 days of signature" only in
+    a document that states no date of its own)."""
+    conflict = next((f for f in conflicts if f.node_key == "term"), None)
+    if conflict is not None and not dd.stated_start:
+        return conflict
+    own = next((f for f in dd.findings if f.node_key == "term"), None)
+    if own is not None or dd.known_start:
+        return own
+    document_date, file_date = anchors
+    found = rule_relative_phrase(body, roles, document_date, offset, file_date)
+    if found is not None and found.rule.endswith("days_after_anchor") and dd.made:
+        return None  # a deadline counted from signing, in a dated contract: not its start
+    return found
+
+
+def _term_fact(
+    text: str, body: str, dd: DocumentDates, roles: dict[str, Timex], dates: list[Timex],
+    question: Finding | None, ctx: dict[str, Any],
+) -> tuple[Fact, Finding | None]:
+    """The `term` fact: the contract's start, else the text's effective/commencement
+    date, else the date it was made; a document with no date at all is `undated`, one
+    with only a yearless date gets that date's question."""
+    effective = roles.get("effective") or roles.get("commencement")
+    year_hint, offset, made = ctx["year_hint"], ctx["offset"], ctx["made"]
+    start = dd.start if dd.known_start else None
+    start = start or (_resolved(effective, year_hint) if effective else None) or made
+    if question is not None and (start is None or question.kind == "conflicting_dates"):
+        start = question.candidates[0].valid_from or start
+    span = dd.start_span or (dd.clause and (dd.clause[0] + offset, dd.clause[1] + offset))
+    if start is None and question is None:
+        every = dates
+        if len(body) > READ_WHOLE and not dates:
+            every = written_dates(tag(text, reference=year_hint), offset)
+        question = rule_undated(
+            body, every, ctx["stated"] is not None, ctx["file_date"], ctx["created"]
+        ) or rule_yearless_date(dates, {d.start for d in roles.values()}, year_hint, offset)
+    return term_fact(dd, ctx["title"], start, span), question
+
+
 def detect_text(
     text: str,
     *,
@@ -378,8 +497,9 @@ def detect_text(
     title: str = "",
     created: date | None = None,
 ) -> Detection:
-    """Run every text rule over a document; at most one finding per fact. The document
-    date (front matter, else the creation date of an extracted document's metadata)
+    """Run every text rule over a document: its `date` and `term` facts (document.py)
+    and at most one question on each. The document's own date (the contract's, else
+    the front matter's, else the creation date of an extracted document's metadata)
     anchors relative phrases; a yearless date takes its year from it, else the file's
     date."""
     meta, body, offset = front_matter(text)
@@ -388,57 +508,27 @@ def detect_text(
     if meta.get("date") is not None:
         raw = meta["date"]
         stated = raw if isinstance(raw, date) else written_day(str(raw))
-    document_date = stated or created
-    year_hint = document_date or file_date
-    timexes = tag(text, reference=year_hint)
+    sites = find_sites(body)
+    dd = document_dates(read_contract(sites), offset)
+    document_date = (dd.made if dd.stated_made else None) or stated or created
+    year_hint = document_date or dd.made or file_date
+    timexes = _timexes(text, offset, sites, year_hint)
     dates = written_dates(timexes, offset)
     roles = role_dates(body, dates)
-    findings = rule_conflicting_roles(body, roles, year_hint, offset)
-    taken = {f.node_key for f in findings}
-    signature = roles.get("signature")
-    if signature is not None and not year_known(signature) and "signature" not in taken:
-        weak = rule_yearless_date([signature], set(), year_hint, offset, node_key="signature")
-        if weak is not None:
-            findings.append(weak)
-            taken.add("signature")
-    term_rules = (
-        lambda: rule_relative_phrase(body, roles, document_date, offset, file_date),
-        lambda: rule_undated(body, dates, stated is not None, file_date, created),
-        lambda: rule_yearless_date(dates, {d.start for d in roles.values()}, year_hint, offset),
-    )
-    for rule in term_rules if "term" not in taken else ():
-        finding = rule()
-        if finding is not None:
-            findings.append(finding)
-            break
-    effective = roles.get("effective") or roles.get("commencement")
-    facts = [
-        Fact(
-            key="term",
-            labels=["DOCUMENT_TERM"],
-            properties={"name": f"{title} — effective period", "document": title},
-            valid_from=_resolved(effective, year_hint) if effective else None,
-            confidence=0.9,
-        )
-    ]
-    if "signature" in taken or signature is not None:
-        facts.append(
-            Fact(
-                key="signature",
-                labels=["SIGNATURE_DATE"],
-                properties={"name": f"{title} — signature date", "document": title},
-                valid_from=_resolved(signature, year_hint) if signature else None,
-                confidence=0.9,
-            )
-        )
+    conflicts = rule_conflicting_roles(body, roles, year_hint, offset)
+    made, date_question = _date_fact(dd, roles, conflicts, title, stated, year_hint, offset)
+    question = _term_question(body, dd, roles, conflicts, (document_date, file_date), offset)
+    ctx = {"year_hint": year_hint, "offset": offset, "made": made.valid_from, "title": title,
+           "stated": stated, "file_date": file_date, "created": created}
+    term, term_question = _term_fact(text, body, dd, roles, dates, question, ctx)
     return Detection(
         title=title,
         text=text,
-        facts=facts,
-        findings=findings,
+        facts=[term, made],
+        findings=[f for f in (date_question, term_question) if f is not None],
         people=_people(meta, body, people_by_name or {}),
         acl=acl_of(meta),
         restriction=str(meta["restriction"]) if meta.get("restriction") else None,
         reference=year_hint,
-        dates=timexes,
+        dates=timexes if len(body) <= READ_WHOLE else None,
     )

@@ -11,26 +11,35 @@ ever look at a few hundred characters at a time."""
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-# What opens a passage, by the clause it marks. Each literal is searched for once.
+# What opens a passage, by the clause it marks. Each literal is searched for once, over
+# the part of the text where that clause stands (see RANGES); a kind may also take
+# cues found for another ("effective date" is found among the "effective" cues).
 CUES: dict[str, tuple[str, ...]] = {
     # The document's own date, in the preamble or the title block.
     "making": ("dated", "made", "entered into", "executed", "day of", "as of", "concluded"),
     # When it takes effect: "effective as of", "shall commence on", "come into force".
-    "effective": ("effective", "commenc", "into force", "take effect", "takes effect",
-                  "into effect"),
+    "effective": ("effective", "commenc", "into force", "take effect", "takes effect"),
     # The definitions of the dates that govern it.
-    "definition": ("effective date", "commencement date", "execution date",
-                   "agreement date", "start date"),
+    "definition": ("agreement date", "execution date"),
     # The term: how long it runs, when it ends.
     "term": ("term", "expir", "perpetu", "indefinite", "continu", "remain", "in force",
-             "in effect", "until", "valid for", "duration", "shall terminate", "will terminate",
-             "terminate on", "conclud", "ending on", "shall end", "will end", "period of",
-             "contract period", "commencing"),
+             "in effect", "until", "valid", "duration", "period", "conclud"),
     # Renewal and its notice.
-    "renewal": ("renew", "extended", "extend for", "year to year", "year-to-year",
-                "month to month", "month-to-month"),
+    "renewal": ("renew", "extend"),
     # Signatures: roles ("signed on"), the signature block ("Date: 3/4/11").
-    "signature": ("sign", "executed", "in witness", "date:", "dated:", "date :"),
+    "signature": ("sign", "executed", "in witness", "date:", "date :", "dated:"),
+}
+# Where each kind is looked for: "head" (the first HEAD characters), "tail" (the
+# second half and the head: signature blocks close a contract, short notes are all
+# head), or the whole text.
+RANGES = {"making": "head", "signature": "tail"}
+# Derived cues: a cue of one kind that is also one of another's when followed by these
+# words ("effective" + " date" is a definition; "commenc" is also a term's).
+DERIVED = {
+    ("effective", "effective date"): "definition",
+    ("effective", "commencement date"): "definition",
+    ("effective", "commenc"): "term",
+    ("term", "terminat"): "term",
 }
 # How far a passage reaches from its cue (a sentence, bounded: contracts wrap lines
 # with runs of spaces, and a missing full stop must not make a passage the whole text).
@@ -41,7 +50,7 @@ TITLE_BLOCK = 700
 HEAD = 12_000
 # Cues of a kind read per document, in order: the clause that states a date comes
 # early (a definition before its uses, the term clause before the clauses citing it).
-MAX_SITES = {"making": 12, "effective": 16, "definition": 10, "term": 400, "renewal": 12,
+MAX_SITES = {"making": 12, "effective": 16, "definition": 30, "term": 400, "renewal": 12,
              "signature": 24}
 
 
@@ -58,34 +67,56 @@ def _is_word_at(low: str, start: int, end: int) -> bool:
     return start == 0 or not low[start - 1].isalnum()
 
 
+def _positions(low: str, literal: str, ranges: list[tuple[int, int]]) -> list[int]:
+    found = []
+    for lo, hi in ranges:
+        i = low.find(literal, lo, hi)
+        while i >= 0:
+            if _is_word_at(low, i, i + len(literal)) and _token_ok(low, i, literal):
+                found.append(i)
+            i = low.find(literal, i + len(literal), hi)
+    return found
+
+
 def find_cues(low: str) -> dict[str, list[int]]:
-    """Every position where a cue literal of each kind starts a word, in order; a kind
-    keeps at most MAX_SITES positions (the making cues only within HEAD characters)."""
-    found: dict[str, list[int]] = {}
+    """Every position where a cue literal of each kind starts a word, in order, within
+    the kind's range (RANGES); a kind keeps at most MAX_SITES positions."""
+    n = len(low)
+    spans = {
+        "head": [(0, min(n, HEAD))],
+        "tail": [(0, min(n, HEAD)), (max(HEAD, n // 2), n)] if n > HEAD else [(0, n)],
+        "": [(0, n)],
+    }
+    found: dict[str, list[int]] = {kind: [] for kind in CUES}
     for kind, literals in CUES.items():
-        limit = HEAD if kind == "making" else len(low)
-        positions: list[int] = []
         for literal in literals:
-            i = low.find(literal, 0, limit)
-            while i >= 0:
-                if _is_word_at(low, i, i + len(literal)) and _token_ok(low, i, literal):
-                    positions.append(i)
-                i = low.find(literal, i + len(literal), limit)
-        positions.sort()
-        found[kind] = positions[: MAX_SITES[kind]]
+            positions = _positions(low, literal, spans[RANGES.get(kind, "")])
+            found[kind] += positions
+            for (source, prefix), target in DERIVED.items():
+                if source == kind and literal != prefix:
+                    found[target] += [i for i in positions if low.startswith(prefix, i)]
+    for kind in found:
+        found[kind] = sorted(set(found[kind]))[: MAX_SITES[kind]]
     return found
 
 
 def _token_ok(low: str, i: int, literal: str) -> bool:
-    """ "term" only as the word itself ("the Term", "initial term"), never "terms",
-    "terminate" or "determine": the one cue common enough to need it."""
+    """ "term" only as the word itself ("the Term", "initial term") or as "shall
+    terminate", "terminates on" (a term's end), never "terms", "termination" or
+    "determine": the one cue common enough to need it."""
     if literal != "term":
         return True
-    after = low[i + 4 : i + 5]
-    return not after.isalpha()
+    after = low[i + 4 : i + 12]
+    if not after[:1].isalpha():
+        return True
+    if not after.startswith("inate"):
+        return False
+    return after.startswith(("inate on", "inates o")) or low[max(0, i - 6) : i] in (
+        "shall ", " will "
+    )
 
 
-_STOPS = (". ", ".\n", ".\t", "; ", ";\n", "\n\n", ":\n")
+_STOPS = (". ", ".\n", "; ", "\n\n")
 
 
 def sentence_bounds(low: str, pos: int) -> tuple[int, int]:

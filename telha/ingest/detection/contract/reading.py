@@ -114,7 +114,7 @@ def _head_dates(sites: Sites) -> tuple[Stated | None, Stated | None]:
             (role_of(low, a, w.start, w.end), w) for w in written_dates(low, a, b) if _usable(low, w)
         ]
         if made is None:
-            first = next((w for r, w in roles if r == "made"), None)
+            first = next((w for r, w in roles if r in ("made", "signed")), None)
             first = first or next((w for r, w in roles if r == "effective"), None)
             made = Stated(first, "dated") if first else None
         if effective is None:

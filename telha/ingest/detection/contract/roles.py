@@ -15,8 +15,9 @@ ROLE = re.compile(
     r"conclud\w*|later\s+than)\b)"
     r"|(?P<effective>\b(?:effective\s+date|commencement\s+date|effective|commenc\w*|begin\w*|starting|start\s+date|"
     r"into\s+(?:force|effect)|takes?\s+effect|effect\s+from|as\s+from)\b)"
-    r"|(?P<made>\b(?:dated|made|entered\s+into|executed|signed|concluded|date|"
-    r"last\s+updated|agreement\s+date|date\s+of\s+execution|is\s+made\s+on)\b)"
+    r"|(?P<made>\b(?:dated|made|entered\s+into|concluded|date|last\s+updated|"
+    r"agreement\s+date|is\s+made\s+on)\b)"
+    r"|(?P<signed>\b(?:executed|signed|countersigned|date\s+of\s+execution)\b)"
     r"|(?P<clause>[;:]\s|\bwhereas\b|\bprovided\b)"
 )
 ROLE_REACH = 160
@@ -51,8 +52,9 @@ _INTRODUCERS = frozenset(
 
 
 def role_of(low: str, floor: int, start: int, end: int) -> str:
-    """The role the clause gives the date at [start, end): "made", "effective", "end"
-    or "" (none); a defined term after it wins ("effective" for an Effective Date).
+    """The role the clause gives the date at [start, end): "made", "signed",
+    "effective", "end" or "" (none); a defined term after it wins ("effective" for an
+    Effective Date).
     `floor` bounds the clause on the left (the passage's start)."""
     defined = DEFINED.match(low, end, end + 60)
     if defined is not None:
