@@ -10,7 +10,7 @@ the contract reader's (`contract/reading.py`); what the general text rules find
 (signature and countersignature dates, relative phrases, yearless dates) fills in where
 it is silent (`text.py`)."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import date
 
 from .contract.forms import Written
@@ -131,8 +131,14 @@ def document_dates(reading: ContractReading, offset: int) -> DocumentDates:
         out.start_span = _shift((w.start, w.end), offset)
         out.stated_start = reading.start.why in ("effective", "defined")
         out.known_start = True
+        same = reading.made is not None and reading.made.written.start == w.start
         if w.day:
             out.start = w.day
+        elif same:
+            # One unknown, one question: asked on the term, whose start it is (the date
+            # fact carries the same guess).
+            out.findings = [replace(f, node_key="term") for f in out.findings]
+            out.start = out.made
         else:
             out.findings.append(_question("term", "contract:start", w, reading.signatures, offset))
             out.start = out.findings[-1].candidates[0].valid_from

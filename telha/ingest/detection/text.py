@@ -469,22 +469,26 @@ def _term_fact(
     question: Finding | None, ctx: dict[str, Any],
 ) -> tuple[Fact, Finding | None]:
     """The `term` fact: the contract's start, else the text's effective/commencement
-    date, else the date it was made; a document with no date at all is `undated`, one
-    with only a yearless date gets that date's question."""
+    date, else the date it was made. With no stated start, a yearless date of the text
+    is the question; a document with no date at all is `undated`."""
     effective = roles.get("effective") or roles.get("commencement")
     year_hint, offset, made = ctx["year_hint"], ctx["offset"], ctx["made"]
     start = dd.start if dd.known_start else None
-    start = start or (_resolved(effective, year_hint) if effective else None) or made
-    if question is not None and (start is None or question.kind == "conflicting_dates"):
-        start = question.candidates[0].valid_from or start
-    span = dd.start_span or (dd.clause and (dd.clause[0] + offset, dd.clause[1] + offset))
+    if start is None and effective is not None and not dd.stated_made:
+        start = _resolved(effective, year_hint)  # a note's "effective 1 July", not a contract's
     if start is None and question is None:
+        question = rule_yearless_date(dates, {d.start for d in roles.values()}, year_hint, offset)
+    if start is None and question is None and made is None:
         every = dates
         if len(body) > READ_WHOLE and not dates:
             every = written_dates(tag(text, reference=year_hint), offset)
         question = rule_undated(
             body, every, ctx["stated"] is not None, ctx["file_date"], ctx["created"]
-        ) or rule_yearless_date(dates, {d.start for d in roles.values()}, year_hint, offset)
+        )
+    start = start or made
+    if question is not None and (start is None or question.kind == "conflicting_dates"):
+        start = question.candidates[0].valid_from or start
+    span = dd.start_span or (dd.clause and (dd.clause[0] + offset, dd.clause[1] + offset))
     return term_fact(dd, ctx["title"], start, span), question
 
 

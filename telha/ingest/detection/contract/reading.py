@@ -48,8 +48,19 @@ DOCUMENT_DATE = re.compile(
     r"first\s+set\s+forth|set\s+forth\s+(?:in|on)\s+the\s+(?:preamble|first\s+page))|"
     r"agreement\s+date|date\s+of\s+the\s+agreement|date\s+first\s+written)"
 )
+# A start tied to this contract's own signing: "upon execution", "the date of the last
+# signature", "when signed by both parties" — not the signing of another agreement.
 SIGNATURE_EVENT = re.compile(
-    r"\b(?:execut\w*|sign\w*|countersign\w*|signature)\b"
+    r"\b(?:execut\w*|sign\w*|signature)\s+(?:of\s+|by\s+|on\s+)?(?:this|the\s+parties|both|all|"
+    r"each|its|the\s+last|hereof|hereto|authori[sz]ed|duly|the\s+(?:later|latter|last)|[\w-]+\s+"
+    r"parties)\b|\b(?:last|final|later|latest|most\s+recent(?:\s+final)?)\s+(?:date\s+of\s+)?"
+    r"(?:signature|execution|signing)|\bdate\s+of\s+(?:its\s+|actual\s+|signed\s+)?(?:execution|"
+    r"signature|signing|acceptance)|\b(?:execution|signing)\s+(?:hereof|of\s+this)|\bupon\s+"
+    r"(?:its\s+)?(?:execution|signing|signature)\b|\b(?:is|are|has\s+been)\s+(?:signed|executed)"
+)
+NOT_A_START = re.compile(
+    r"\b(?:notice|notif\w*|receipt|terminat\w*|breach|mail(?:ed)?|courier|hand[\s-]+deliver\w*|"
+    r"delivery\s+to|transmission|cure[ds]?|counterparts?)\b"
 )
 REFERS_BACK = re.compile(r"^(?:effective|commencement|start)\s+date\b")
 EVENT_WORDS = re.compile(
@@ -57,6 +68,13 @@ EVENT_WORDS = re.compile(
     r"operational|exhibit|schedule|consummat\w*|funding|registration|effectiveness|"
     r"condition|later\s+of|earlier\s+of|first\s+date|date\s+(?:on\s+which|that|when)|"
     r"when|upon)\b"
+)
+
+
+# Past the preamble, only the contract saying of itself when it takes effect.
+SELF_EFFECTIVE = re.compile(
+    r"\bthis\s+(?:[\w-]+\s+){0,3}?(?:agreement|contract|amendment|addendum)\s+(?:shall|will|is|"
+    r"becomes?)\s+(?:be\s+|become\s+)?effective\b"
 )
 
 
@@ -99,21 +117,22 @@ def _usable(low: str, w: Written) -> bool:
 
 
 def _head_dates(sites: Sites) -> tuple[Stated | None, Stated | None]:
-    """(made, effective) from the preamble: in the first of its sentences about the
-    contract itself that dates it, the date of making (else the date it takes effect,
-    the only date it gives itself); and the first date of taking effect."""
+    """(made, effective) from the sentences about the contract itself: in the first
+    one of the preamble (the first HEAD characters) that dates it, the date of making
+    (else the date it takes effect, the only date it gives itself); and, anywhere, the
+    first date of taking effect ("This letter agreement will be effective as of …")."""
     low = sites.low
     made: Stated | None = None
     effective: Stated | None = None
     spans = {(a, b) for _, a, b in sites.passages("making") if a < HEAD}
-    spans |= {(a, b) for _, a, b in sites.passages("effective") if a < HEAD}
+    spans |= {(a, b) for _, a, b in sites.passages("effective")}
     for a, b in sorted(spans):
-        if not speaks_of_itself(low, a, b):
+        if not speaks_of_itself(low, a, b) or (a >= HEAD and not SELF_EFFECTIVE.search(low, a, b)):
             continue
         roles = [
             (role_of(low, a, w.start, w.end), w) for w in written_dates(low, a, b) if _usable(low, w)
         ]
-        if made is None:
+        if made is None and a < HEAD:
             first = next((w for r, w in roles if r in ("made", "signed")), None)
             first = first or next((w for r, w in roles if r == "effective"), None)
             made = Stated(first, "dated") if first else None
@@ -177,7 +196,7 @@ def _term_start(sites: Sites, clause: tuple[int, int] | None) -> Stated | None:
 
 
 # How firmly each kind of end pins the term, the firmest first (term.py's order).
-_END_RANK = {"date": 0, "length": 1, "anniversary": 1, "year_end": 2, "open": 3, "event": 4}
+_END_RANK = {"date": 0, "length": 0, "anniversary": 0, "year_end": 0, "open": 1, "event": 2}
 TERM_CLAUSES = 8
 
 
@@ -237,12 +256,14 @@ def _tied(low: str, a: int, b: int, m: re.Match[str]) -> Anchor | None:
     if REFERS_BACK.match(what) or written_dates(low, m.start("what"), m.start("what") + 40):
         return None
     definition = "effective" in low[m.start() : m.start("what")].split("date")[0]
-    if not definition and not is_term_clause(low, a, b):
-        return None
+    if not definition and not is_term_clause(low, a, b, near=m.start()):
+        return None  # "notice shall be effective upon receipt": not the contract's start
     span = (m.start("what"), min(b, m.start("what") + 80))
     if DOCUMENT_DATE.match(what):
         return Anchor("document", *span)
     head = what[:80]
+    if NOT_A_START.search(head):
+        return None  # when a notice or a termination takes effect, not the contract
     if SIGNATURE_EVENT.search(head) and not re.search(r"\b(?:closing|launch)\b", head):
         return Anchor("signature", *span)
     if EVENT_WORDS.search(head):

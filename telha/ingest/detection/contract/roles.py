@@ -101,7 +101,8 @@ def cites_another(low: str, start: int) -> bool:
     if re.search(r"\b(?:is|are|was|shall|will|hereby|hereinafter)\b", between):
         return False  # "the Agreement is made as of …": the verb's subject is this one
     for word in reversed(low[max(floor, last.start() - 80) : last.start()].split()[-9:]):
-        word = word.strip("\"'(),\u201c\u201d")
+        if not re.fullmatch(r"[\w&'\u2019/-]+,?", word):
+            return False  # a quotation, a full stop: the name starts a sentence of its own
         if word in ("this", "present", "these"):
             return False
         if word in _INTRODUCERS:

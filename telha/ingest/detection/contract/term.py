@@ -50,7 +50,7 @@ _TERM_QUALIFIERS = frozenset(
 GOVERNED = re.compile(
     r"\b(?:during|throughout|within|in|for|of|after|upon|beyond|before|until|through|under|"
     r"to|by|with|from|expiration|expiry|end|remainder|termination|terminate|extend|renew|"
-    r"and|or|than|on|into|at|if|that)\s*$"
+    r"and|or|than|on|into|at|if|that|while|whilst|when|unless|whether|long\s+as)\s*$"
 )
 # What a term clause says of its subject: that it runs, lasts, ends or starts.
 _AMOUNT = r"(?:\d|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve|twenty|thirty)"
@@ -81,7 +81,7 @@ ANNIVERSARY = re.compile(
 )
 # What a length is counted from, right after it: "… from the Effective Date".
 ANCHOR = re.compile(
-    r"\s*(?:\([^)]{0,40}\)\s*)?"
+    r"\s*(?:\([^)]{0,40}\)\s*)?(?:(?:period|term)s?\s+)?"
     r"(?:(?P<thereafter>thereafter|hereafter|therefrom)\b"
     r"|(?:(?:commencing|beginning|starting|running|measured)\s+(?:on\s+|with\s+|from\s+)?"
     r"|(?:from|after|following|of|since)\s+(?:and\s+(?:after|including)\s+)?)"
