@@ -123,11 +123,12 @@ def on_year(d: Timex, year: int) -> date | None:
         return None
 
 
-def _sentence_start(text: str, pos: int) -> int:
+def _sentence_start(text: str, pos: int, floor: int = 0) -> int:
     """Sentences end at '.' or ';' before white space, or at a blank line (a wrapped line
-    is the same sentence; the '.' of "1.5" inside a sentence does not end it)."""
-    cut = 0
-    for m in SENTENCE_END.finditer(text, 0, pos):
+    is the same sentence; the '.' of "1.5" inside a sentence does not end it); looked
+    for from `floor` on (what is further back does not matter to the caller)."""
+    cut = floor
+    for m in SENTENCE_END.finditer(text, floor, pos):
         cut = m.end()
     return cut
 
@@ -137,7 +138,7 @@ def role_dates(text: str, dates: list[Timex]) -> dict[str, Timex]:
     sentence and within ROLE_WINDOW characters."""
     found: dict[str, Timex] = {}
     for d in dates:
-        begin = max(_sentence_start(text, d.start), d.start - ROLE_WINDOW)
+        begin = _sentence_start(text, d.start, max(0, d.start - ROLE_WINDOW - 1))
         before = text[begin : d.start]
         best: tuple[int, str] | None = None
         for role, pattern in ROLE_WORDS:
@@ -387,11 +388,29 @@ def _people(
         values = meta.get(field_name)
         for value in values if isinstance(values, list) else [values] if values else []:
             refs.append(("*", edge, ref(str(value))))
-    for m in SIGNER.finditer(body):
+    for m in _around(body, body.lower(), "signed by", SIGNER, 20, 80):
         refs.append(("*", "NAMES", ref(m.group("name"))))
-    for m in EMAIL.finditer(body):
+    for m in _around(body, body, "@", EMAIL, 64, 256):
         refs.append(("*", "MENTIONS", PersonRef(email=m.group(0).lower())))
     return refs
+
+
+def _around(
+    text: str, haystack: str, literal: str, pattern: re.Pattern[str], back: int, ahead: int
+) -> list[re.Match[str]]:
+    """The matches of `pattern` that contain `literal`, found from the literal (a fast
+    `str.find`) instead of trying the pattern at every position of the text."""
+    found: list[re.Match[str]] = []
+    i = haystack.find(literal)
+    while i >= 0:
+        floor = found[-1].end() if found else 0
+        m = pattern.search(text, max(floor, i - back), i + ahead)
+        while m is not None and m.end() <= i:
+            m = pattern.search(text, m.end(), i + ahead)
+        if m is not None and m.start() <= i:
+            found.append(m)
+        i = haystack.find(literal, max(i + len(literal), found[-1].end() if found else 0))
+    return found
 
 
 # A text this short is read whole by the tagger; a longer one only where its dates are
@@ -399,14 +418,17 @@ def _people(
 READ_WHOLE = 4_000
 
 
-def _timexes(text: str, offset: int, sites: Sites, reference: date | None) -> list[Timex]:
+def _timexes(
+    text: str, offset: int, sites: Sites, reference: date | None, settled: bool
+) -> list[Timex]:
     """The tagger's expressions of the passages that state the document's dates (all of
-    a short text), offsets into the whole text."""
+    a short text; only its head when the contract has `settled` its date and start),
+    offsets into the whole text."""
     body_length = len(text) - offset
     if body_length <= READ_WHOLE:
         return tag(text, reference=reference)
     spans = [(0, READ_WHOLE // 2)]
-    for kind in ("making", "effective", "signature"):
+    for kind in ("making", "effective", "signature") if not settled else ():
         spans += [(a, b) for _, a, b in sites.passages(kind)]
     found: list[Timex] = []
     end = -1
@@ -516,7 +538,8 @@ def detect_text(
     dd = document_dates(read_contract(sites), offset)
     document_date = (dd.made if dd.stated_made else None) or stated or created
     year_hint = document_date or dd.made or file_date
-    timexes = _timexes(text, offset, sites, year_hint)
+    settled = dd.stated_made and dd.known_start
+    timexes = _timexes(text, offset, sites, year_hint, settled)
     dates = written_dates(timexes, offset)
     roles = role_dates(body, dates)
     conflicts = rule_conflicting_roles(body, roles, year_hint, offset)

@@ -209,6 +209,8 @@ def _term_clause(sites: Sites) -> tuple[tuple[int, int] | None, End | None]:
     found: list[tuple[int, int, tuple[int, int], End]] = []
     seen: set[tuple[int, int]] = set()
     for pos in sites.cues.get("term", ()):
+        if not is_term_clause(low, max(0, pos - 160), pos + 280, near=pos):
+            continue  # a first look without cutting the sentence
         a, b = sites.passage(pos)
         if (a, b) in seen or not is_term_clause(low, a, b, near=pos):
             continue
