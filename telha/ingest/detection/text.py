@@ -422,13 +422,16 @@ def _timexes(
     text: str, offset: int, sites: Sites, reference: date | None, settled: bool
 ) -> list[Timex]:
     """The tagger's expressions of the passages that state the document's dates (all of
-    a short text; only its head when the contract has `settled` its date and start),
+    a short text; none of a long one whose contract reading `settled` its date and
+    start),
     offsets into the whole text."""
     body_length = len(text) - offset
     if body_length <= READ_WHOLE:
         return tag(text, reference=reference)
+    if settled:
+        return []  # the general rules have nothing left to say about a settled contract
     spans = [(0, READ_WHOLE // 2)]
-    for kind in ("making", "effective", "signature") if not settled else ():
+    for kind in ("making", "effective", "signature"):
         spans += [(a, b) for _, a, b in sites.passages(kind)]
     found: list[Timex] = []
     end = -1

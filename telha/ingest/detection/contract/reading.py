@@ -219,8 +219,8 @@ def _term_clause(sites: Sites) -> tuple[tuple[int, int] | None, End | None]:
         end = term_end(low, a, b)
         if end is not None:
             found.append((_END_RANK[end.kind], len(found), (a, b), end))
-            if len(found) == TERM_CLAUSES:
-                break
+            if _END_RANK[end.kind] == 0 or len(found) == TERM_CLAUSES:
+                break  # the first firm end wins: no later clause can beat it
     if not found:
         return first, None
     _, _, clause, end = min(found)
