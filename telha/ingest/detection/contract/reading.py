@@ -329,7 +329,7 @@ def read_contract(sites: Sites) -> ContractReading:
     reading = ContractReading(end=end, clause=clause)
     reading.made = made or _title_date(sites) or defined_made or defined_effective
     reading.start = defined_effective or preamble_effective or _term_start(sites, clause)
-    reading.signatures = _signatures(sites)
+    reading.signatures = [settle_order(low, w) for w in _signatures(sites)]
     if reading.made is None and reading.signatures:
         dated = [w for w in reading.signatures if w.day]
         latest = max(dated, key=lambda w: w.day) if dated else reading.signatures[0]  # type: ignore[arg-type, return-value]

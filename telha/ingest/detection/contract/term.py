@@ -287,6 +287,8 @@ def renewal_in(low: str, start: int, end: int, initial: Length | None) -> Renewa
     every: str | None = None
     notice: int | None = None
     for length in lengths(low, max(start, m.start() - 60), end):
+        if initial is not None and length.start == initial.start:
+            continue  # the initial term's own length, said before the renewal
         before = low[max(start, length.start - 60) : length.start]
         if is_notice(before, low[length.end : length.end + 40]):
             notice = length.days if notice is None else notice
