@@ -510,8 +510,11 @@ def _term_fact(
         question = rule_undated(
             body, every, ctx["stated"] is not None, ctx["file_date"], ctx["created"]
         )
-    start = start or made
-    if question is not None and (start is None or question.kind == "conflicting_dates"):
+    if question is None or question.rule.startswith("contract:"):
+        start = start or made  # else the question's phrase says when it starts, not the date
+    if question is not None and (
+        question.kind == "conflicting_dates" or (start is None and question.rule.startswith("contract:"))
+    ):
         start = question.candidates[0].valid_from or start
     span = dd.start_span or (dd.clause and (dd.clause[0] + offset, dd.clause[1] + offset))
     return term_fact(dd, ctx["title"], start, span), question
