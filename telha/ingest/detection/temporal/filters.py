@@ -29,13 +29,6 @@ class _Scan(Protocol):
     def next_word(self, end: int) -> str: ...
 
 _MONEY = frozenset("$€£¥#§")
-TIME_PREPOSITIONS = frozenset(
-    "in on at since until till by during of from through throughout before after early "
-    "late mid last next this that each every the a an between and to or for around about "
-    "circa ca. c. as".split()
-)
-
-
 _PUNCTUATION = "()[]{}\"',;:!?\u201c\u201d\u2018\u2019"
 
 
@@ -91,7 +84,7 @@ def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
         return True
     if m.groupdict().get("shift") or m.groupdict().get("modifier"):
         return True
-    return previous_word(scan, m.start()) in TIME_PREPOSITIONS
+    return previous_word(scan, m.start()) in scan.g.lang.time_prepositions
 
 
 def _season_ok(scan: "_Scan", m: re.Match[str]) -> bool:
@@ -101,8 +94,7 @@ def _season_ok(scan: "_Scan", m: re.Match[str]) -> bool:
     groups = m.groupdict()
     if groups.get("year") or groups.get("shift") or groups.get("modifier"):
         return True
-    previous = previous_word(scan, m.start())
-    return previous in ("in", "during", "since", "until", "by", "before", "after", "through")
+    return previous_word(scan, m.start()) in scan.g.lang.time_prepositions
 
 
 def _unit_ok(scan: "_Scan", m: re.Match[str]) -> bool:
@@ -111,9 +103,7 @@ def _unit_ok(scan: "_Scan", m: re.Match[str]) -> bool:
     if word not in scan.g.lang.ambiguous:
         return True
     amount = (m.groupdict().get("amount") or "").lower()
-    if not amount or amount in ("a", "an"):
-        return False
-    return True
+    return bool(amount) and amount not in scan.g.lang.indefinite
 
 
 def _year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
@@ -129,20 +119,19 @@ def _year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
         return True  # "the year 1776", "early 1990"
     if 1900 <= year <= 2099:
         return True
-    return previous in TIME_PREPOSITIONS
+    return previous in scan.g.lang.time_prepositions
 
 
 def _spoken_year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
-    """ "two thousand (and) five" is a year only where a year is expected ("in", "the
-    year", after a month); elsewhere it is an amount. "nineteen ninety" always is."""
-    if "thousand" not in m.group(0):
-        return True
-    if m.group(0).startswith("the year"):
+    """ "two thousand (and) five" is a year only where a year is expected (after a time
+    preposition or a month, or "the year"); elsewhere it is an amount. "nineteen
+    ninety" always is."""
+    lang = scan.g.lang
+    words = re.split(r"[\s-]+", m.group("spoken_year"))
+    if not any(lang.multipliers.get(w, 0) >= 1000 for w in words) or m.group("the_year"):
         return True
     previous = previous_word(scan, m.start()).rstrip(".")
-    return previous in ("in", "since", "until", "by", "from", "of", "year") or (
-        previous in scan.g.lang.months
-    )
+    return previous in lang.year_prepositions or previous in lang.months
 
 
 def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
@@ -170,8 +159,7 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
     if kind == "year" and groups.get("year") and not _year_ok(scan, m):
         return False
     if groups.get("hour24") and not groups.get("weekday") and not groups.get("deictic"):
-        if previous_word(scan, start) not in ("at", "by", "from", "until", "till", "to",
-                                               "before", "after", "around", "about"):
+        if previous_word(scan, start) not in scan.g.lang.clock_prepositions:
             return False
     return True
 

@@ -10,10 +10,10 @@ the characters it looks at (see tests/ingest/test_temporal_speed.py)."""
 import re
 import string
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
 
-from .lang import Language, Rule, language
+from .lang import REGISTERED, Language, Rule, language
 
 # A separator inside a phrase: spaces, or a hyphen ("third-quarter", "mid-1990s").
 LETTER_BOUNDARY = r"(?![^\W\d_])"
@@ -212,19 +212,16 @@ class Grammar:
     past: re.Pattern[str]
     exclusions: re.Pattern[str] | None
 
+    by_kinds: dict[frozenset[str], tuple[CompiledRule, ...]] = field(default_factory=dict)
+
     def rules_for(self, kinds: frozenset[str]) -> tuple[CompiledRule, ...]:
-        """The rules to try at a head of these kinds (each once, in table order)."""
-        found = _RULES_FOR.get((self.lang.code, kinds))
+        """The rules to try at a head of these kinds: each once, in the table's order."""
+        found = self.by_kinds.get(kinds)
         if found is None:
-            chosen = {id(r) for k in kinds for r in self.rules.get(k, ())}
-            order = [r for k in sorted(self.rules) for r in self.rules[k]]
-            unique = {id(r): r for r in order if id(r) in chosen}
-            found = tuple(sorted(unique.values(), key=lambda r: r.index))
-            _RULES_FOR[(self.lang.code, kinds)] = found
+            unique = {r.index: r for kind in kinds for r in self.rules.get(kind, ())}
+            found = tuple(unique[i] for i in sorted(unique))
+            self.by_kinds[kinds] = found
         return found
-
-
-_RULES_FOR: dict[tuple[str, frozenset[str]], tuple["CompiledRule", ...]] = {}
 
 
 def _head_words(lang: Language) -> dict[str, set[str]]:
@@ -312,3 +309,10 @@ def grammar(code: str = "en") -> Grammar:
         past=re.compile(lang.past_markers),
         exclusions=re.compile("|".join(lang.exclusions)) if lang.exclusions else None,
     )
+
+
+def language_register(table: Language) -> None:
+    """Make a language table available by its code (a new language, or one replaced):
+    adding a language is a table, not code."""
+    REGISTERED[table.code] = table
+    grammar.cache_clear()

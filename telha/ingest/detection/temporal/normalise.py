@@ -283,8 +283,8 @@ def read_weekday(ctx: Context) -> Reading | None:
     if weekday is None:
         return None
     shift_word = ctx.word("shift")
-    if shift_word in ("past", "coming", "following", "previous", "prior", "preceding"):
-        return None
+    if shift_word in lang.anaphoric_shifts or shift_word in lang.latest_shifts:
+        return None  # "the previous Friday": not resolved
     shift = lang.shifts.get(shift_word) if shift_word else None
     if ctx.reference is None:
         return Reading("DATE", f"XXXX-WXX-{weekday + 1}", anchored=True)
@@ -304,8 +304,10 @@ def read_deictic(ctx: Context) -> Reading | None:
                        ("PAST_REF" if offset < 0 else "FUTURE_REF"), anchored=True)
     d = ctx.reference + timedelta(days=offset)
     reading = Reading("DATE", d.isoformat(), Period("day", d), mod=_mod(ctx), anchored=True)
-    if word == "tonight" and not ctx.word("part"):
-        return Reading("TIME", f"{d.isoformat()}TNI", reading.period, anchored=True, time="NI")
+    implied = ctx.lang.deictic_parts.get(word)
+    if implied and not ctx.word("part"):
+        return Reading("TIME", f"{d.isoformat()}T{implied}", reading.period, anchored=True,
+                       time=implied)
     return _with_part(ctx, d, reading)
 
 
@@ -320,7 +322,7 @@ def read_part(ctx: Context) -> Reading | None:
             return None
         shift_word = "same"
     shift = ctx.lang.shifts.get(shift_word, 0)
-    anaphoric = shift_word in ("next", "following", "previous", "same", "that")
+    anaphoric = shift_word in ctx.lang.anaphoric_shifts or _definite(ctx)
     base = ctx.focus.start if anaphoric and ctx.focus and ctx.focus.grain == "day" else None
     base = base or ctx.reference
     d = base + timedelta(days=shift)
@@ -377,8 +379,13 @@ def _unit(ctx: Context) -> str | None:
 
 
 def _plural(ctx: Context) -> bool:
-    word = ctx.word("unit") or ""
-    return word.endswith("s") and ctx.lang.units.get(word[:-1]) is not None
+    return (ctx.word("unit") or "") in ctx.lang.plural_units
+
+
+def _definite(ctx: Context) -> bool:
+    """Whether the match opens with a definite article ("the quarter")."""
+    words = (ctx.groups.get("_text") or "").split(None, 1)
+    return bool(words) and words[0] in ctx.lang.definite
 
 
 def read_ago(ctx: Context) -> Reading | None:
@@ -386,15 +393,17 @@ def read_ago(ctx: Context) -> Reading | None:
     or the focus (for "earlier"/"later") moved by the amount, at the unit's grain."""
     unit = _unit(ctx)
     grain = UNIT_GRAINS.get(unit or "")
-    direction = ctx.word("direction") or ""
-    if grain is None or ctx.reference is None:
+    direction = ctx.lang.directions.get(ctx.word("direction") or "")
+    if grain is None or ctx.reference is None or direction is None:
         return None
     amount = number(ctx.lang, ctx.word("amount"))
-    sign = 1 if direction in ("later", "after", "hence", "from now", "from today") else -1
+    sign, deictic = direction
     if amount is None:
+        if grain == "year" and sign < 0:
+            # "a few years ago": some year of the decade it reaches back into (199X).
+            return Reading("DATE", f"{(ctx.reference.year - 3) // 10:03d}X", anchored=True)
         return Reading("DATE", "FUTURE_REF" if sign > 0 else "PAST_REF", mod=_mod(ctx),
                        anchored=True)
-    deictic = direction in ("ago", "back", "hence", "from now", "from today")
     base = ctx.reference
     anaphoric = not deictic and ctx.focus is not None
     if anaphoric and ctx.focus is not None:
@@ -408,17 +417,14 @@ def read_ago(ctx: Context) -> Reading | None:
     return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True, anaphoric=anaphoric)
 
 
-ANAPHORIC_SHIFTS = frozenset(["following", "previous", "preceding", "prior", "same", "that"])
-
-
 def _anchor_period(ctx: Context, grain: str, shift_word: str) -> Period | None:
     """The period "<shift> <unit>" names: anaphoric shifts ("the following year") count
     from the focus, the others ("last year", "next quarter") from the reference."""
     assert ctx.reference is not None
     shift = ctx.lang.shifts.get(shift_word, 0)
-    if shift_word in ANAPHORIC_SHIFTS and ctx.focus is not None:
+    if shift_word in ctx.lang.anaphoric_shifts and ctx.focus is not None:
         return ctx.focus.coarsen(grain).shift(shift)
-    if shift_word == "latest":
+    if shift_word in ctx.lang.latest_shifts:
         if ctx.focus is not None and ctx.focus.grain == grain:
             return ctx.focus
         return period_of(ctx.reference, grain).shift(-1 if grain == "quarter" else 0)
@@ -431,23 +437,27 @@ def read_shifted(ctx: Context) -> Reading | None:
     unit, shift_word = _unit(ctx), ctx.word("shift") or ""
     if unit is None or _plural(ctx) or ctx.reference is None:
         return None
-    text = (ctx.groups.get("_text") or "").lower()
+    lang = ctx.lang
     if unit in ("H", "MIN", "S", "P", "DE", "CE"):
-        if text.startswith("the") and shift_word in ("past", "last", "next", "coming"):
+        if _definite(ctx) and shift_word in lang.span_shifts:
             return Reading("DURATION", duration_value(1, unit), amount=1, unit=unit)
-        if unit in ("DE", "CE") and shift_word in ("this", "current"):
+        if unit in ("DE", "CE") and lang.shifts.get(shift_word) == 0:
             p = period_of(ctx.reference, UNIT_GRAINS[unit])
             return Reading("DATE", p.value(), p, anchored=True)
         return None
     grain = UNIT_GRAINS.get(unit)
     if grain is None:
         return None
-    if grain == "day" and shift_word not in ANAPHORIC_SHIFTS and shift_word != "next":
-        return None
+    if grain == "day" and shift_word not in lang.anaphoric_shifts and (
+        lang.shifts.get(shift_word, 0) <= 0
+    ):
+        return None  # "the next day" counts from the focus; "last day" is no date
     p = _anchor_period(ctx, grain, shift_word)
     if p is None:
         return None
-    anaphoric = ctx.focus is not None and shift_word in (*ANAPHORIC_SHIFTS, "latest")
+    anaphoric = ctx.focus is not None and (
+        shift_word in lang.anaphoric_shifts or shift_word in lang.latest_shifts
+    )
     return Reading("DATE", p.value(), p, anchored=True, anaphoric=anaphoric)
 
 
@@ -473,16 +483,12 @@ def read_duration(ctx: Context) -> Reading | None:
                    unit=unit)
 
 
-RATE_WORDS = frozenset(["million", "billion", "thousand", "hundred", "percent", "cents",
-                        "dollars", "times", "once", "twice", "%"])
-
-
 def _rate(ctx: Context) -> bool:
     """ "$1.76 a year", "seven flights a week", "24 hours a day": a rate, no duration."""
-    if (ctx.word("amount") or "") not in ("a", "an", "per"):
+    if (ctx.word("amount") or "") not in ctx.lang.indefinite:
         return False
     before = ctx.before()
-    return bool(before) and (before[-1].isdigit() or before in RATE_WORDS
+    return bool(before) and (before[-1].isdigit() or before in ctx.lang.rate_words
                              or before in ctx.lang.numbers)
 
 
@@ -490,9 +496,9 @@ def _fraction(ctx: Context, unit: str) -> bool:
     """ "a quarter of", "about three-quarters", "more than a quarter": fractions."""
     if unit != "Q":
         return False
-    text = (ctx.groups.get("_text") or "").lower()
-    return (ctx.word("amount") in ("a", "an") or ctx.after() == "of"
-            or bool(re.search(r"-quarters\b", text)))
+    text = ctx.groups.get("_text") or ""
+    return (ctx.word("amount") in ctx.lang.indefinite or ctx.after() in ctx.lang.partitives
+            or ("-" in text and _plural(ctx)))
 
 
 def _adjective(ctx: Context) -> bool:
@@ -506,13 +512,12 @@ def read_units(ctx: Context) -> Reading | None:
     unit = _unit(ctx)
     if unit is None:
         return None
-    text = (ctx.groups.get("_text") or "").lower()
     if _plural(ctx):
         if unit in ("P", "H1", "H", "MIN", "S"):
             return None  # "business hours", "the minutes" of a meeting: no duration
         return Reading("DURATION", duration_value(None, unit), unit=unit)
     grain = UNIT_GRAINS.get(unit)
-    if not text.startswith("the") or ctx.reference is None or ctx.word("vague"):
+    if not _definite(ctx) or ctx.reference is None or ctx.word("vague"):
         return None
     if unit == "Q":
         if ctx.focus is not None and ctx.focus.grain in ("quarter", "month", "day"):
@@ -545,7 +550,7 @@ def read_quarter(ctx: Context) -> Reading | None:
         grain = "quarter" if letter == "q" else "half"
         n = int(g.get("q_number") or 0)
     else:
-        grain = "half" if (ctx.word("part_unit") or "") == "half" else "quarter"
+        grain = "half" if ctx.lang.units.get(ctx.word("part_unit") or "") == "H1" else "quarter"
         n = ctx.lang.ordinals.get(ctx.word("ordinal") or "") or 0
         if not n:
             digits = re.match(r"\d+", ctx.word("ordinal") or "")
@@ -573,17 +578,16 @@ def read_quarter(ctx: Context) -> Reading | None:
 def read_fiscal(ctx: Context) -> Reading | None:
     """ "fiscal 1989", "the fiscal year 2020", "FY2020", "FY20", "the current fiscal
     year": the (fiscal) year."""
-    text = (ctx.groups.get("_text") or "").lower()
     year_text = ctx.word("year")
     short = ctx.word("year_short")
     if year_text:
         year = int(year_text)
     elif short:
         year = two_digit_year(int(short), ctx.reference)
-    elif "year" in text and ctx.reference is not None:
+    elif ctx.word("fiscal_year") and ctx.reference is not None:
         shift = ctx.lang.shifts.get(ctx.word("shift") or "", 0)
         if not ctx.word("shift"):
-            if not text.startswith("the"):
+            if not _definite(ctx):
                 return None
             return Reading("DURATION", "P1Y", amount=1, unit="Y")
         year = ctx.reference.year + shift
@@ -673,21 +677,26 @@ def read_year(ctx: Context) -> Reading | None:
 
 
 def read_spoken_year(ctx: Context) -> Reading | None:
-    """ "nineteen ninety-one" (1991), "two thousand" (2000), "the year two thousand"."""
-    words = re.split(r"[\s-]+", ctx.word("spoken_year") or "")
-    numbers = ctx.lang.numbers
-    if len(words) >= 2 and words[1] == "thousand":
-        rest = [numbers.get(w) for w in words[2:] if w != "and"]
-        year = (numbers.get(words[0]) or 0) * 1000 + sum(r or 0 for r in rest)
+    """A year said in words: "nineteen ninety-one" (19|91), "two thousand (and) five"."""
+    lang = ctx.lang
+    words = [w for w in re.split(r"[\s-]+", ctx.word("spoken_year") or "")
+             if w not in lang.connectors]
+    values = [lang.numbers.get(w) if w not in lang.multipliers else None for w in words]
+    if any(lang.multipliers.get(w) == 1000 for w in words):
+        year, current = 0, 0
+        for word, value in zip(words, values, strict=True):
+            multiplier = lang.multipliers.get(word)
+            if multiplier is not None:
+                year, current = year + max(current, 1) * multiplier, 0
+            elif value is not None:
+                current += value
+            else:
+                return None
+        year += current
+    elif values and all(v is not None for v in values) and 10 <= (values[0] or 0) <= 21:
+        year = (values[0] or 0) * 100 + sum(v or 0 for v in values[1:])
     else:
-        head = numbers.get(words[0])
-        tail_words = [w for w in words[1:] if w != "and"]
-        tail = [numbers.get(w) for w in tail_words]
-        if head is None or not 10 <= head <= 21 or any(t is None for t in tail):
-            return None
-        year = head * 100 + sum(t or 0 for t in tail)
-        if tail_words and tail_words[0] == "hundred":
-            return None
+        return None
     if not 1000 <= year <= 2199:
         return None
     p = Period("year", date(year, 1, 1))

@@ -341,7 +341,8 @@ RULES = (
     ),
     Rule(
         "fiscal",
-        r"(?:the\s+)?(?:{shift}\s+)?(?P<fiscal>fiscal|calendar|financial|tax)(?:[\s-]+year)?"
+        r"(?:the\s+)?(?:{shift}\s+)?(?P<fiscal>fiscal|calendar|financial|tax)"
+        r"(?:[\s-]+(?P<fiscal_year>year))?"
         r"(?:\s+{year}|-(?P<year_short>\d\d))?",
         heads=("year", "unit"),
     ),
@@ -369,7 +370,7 @@ RULES = (
         r"(?:the\s+)?(?:(?:comparable|corresponding|same)\s+)?{year}\s+(?P<period>period|quarter)",
         heads=("unit",),
     ),
-    Rule("spoken_year", r"(?:the\s+year\s+)?{spoken_year}", heads=("spoken",)),
+    Rule("spoken_year", r"(?P<the_year>the\s+year\s+)?{spoken_year}", heads=("spoken",)),
     Rule("reference", r"{reference}"),
     Rule("set", r"{set}"),
     Rule(
@@ -381,6 +382,14 @@ RULES = (
     Rule("set", r"(?P<every>every|each)\s+{month}"),
     Rule("set", r"(?P<plural_weekday>{weekday})s(?:\s+{part})?", heads=("weekday",)),
     Rule("holiday", r"(?:{shift}\s+)?{holiday}(?:,?\s+{year})?", heads=("holiday",)),
+)
+
+# Words after which a bare year ("in 1776") or a month that is also a word ("in May") is
+# time.
+TIME_PREPOSITIONS = frozenset(
+    "in on at since until till by during of from through throughout before after early "
+    "late mid last next this that each every the a an between and to or for around about "
+    "circa ca. c. as".split()
 )
 
 LANGUAGE = Language(
@@ -453,6 +462,30 @@ LANGUAGE = Language(
         "eve": frozenset(["christmas", "year's"]),
     },
     exclusions=(r"now,?\s+therefore\b",),
+    definite=frozenset(["the"]),
+    indefinite=frozenset(["a", "an"]),
+    plural_units=frozenset(w for w in UNITS if w.endswith("s") and w[:-1] in UNITS)
+    | frozenset(["centuries"]),
+    directions={
+        "ago": (-1, True),
+        "back": (-1, True),
+        "earlier": (-1, False),
+        "hence": (1, True),
+        "from now": (1, True),
+        "from today": (1, True),
+    },
+    anaphoric_shifts=frozenset(["following", "previous", "preceding", "prior", "same", "that"]),
+    latest_shifts=frozenset(["latest"]),
+    span_shifts=frozenset(["past", "last", "next", "coming"]),
+    deictic_parts={"tonight": "NI"},
+    multipliers={"hundred": 100, "thousand": 1000},
+    connectors=frozenset(["and"]),
+    rate_words=frozenset("million billion thousand hundred percent cents dollars times once "
+                         "twice %".split()),
+    partitives=frozenset(["of"]),
+    time_prepositions=TIME_PREPOSITIONS,
+    year_prepositions=frozenset("in since until till by from of during before after".split()),
+    clock_prepositions=frozenset("at by from until till to before after around about".split()),
     amount_words=frozenset(
         "shares share units unit dollars euros pounds yen copies people persons employees "
         "members customers users items pieces tons tonnes acres feet square miles metres "
