@@ -79,6 +79,8 @@ def slot_patterns(lang: Language) -> dict[str, str]:
     return {
         "month": _month_slot(lang),
         "weekday": f"(?:{_words(lang.weekdays)}){LETTER_BOUNDARY}",
+        "weekdays": f"(?:{_words(w + 's' for w in lang.weekdays if w.isalpha())})"
+        f"{LETTER_BOUNDARY}",
         "day": _day_slot(lang),
         "year": YEAR,
         "iso": ISO,
@@ -105,6 +107,7 @@ def slot_patterns(lang: Language) -> dict[str, str]:
 SLOT_HEADS = {
     "month": ("month",),
     "weekday": ("weekday",),
+    "weekdays": ("weekday",),
     "year": ("year",),
     "iso": ("year",),
     "numeric": ("numeric",),

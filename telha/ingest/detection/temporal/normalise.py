@@ -16,8 +16,13 @@ PAST, FUTURE = -1, 1
 
 
 class Impossible(Exception):
-    """A date that is no calendar date ("31 February 2026"): no expression is read at
-    its head at all — not a shorter one ("February 2026") inside it."""
+    """A date that is no calendar date ("31 February 2026"): no expression is read there
+    at all — not a shorter one ("February 2026", "2026") inside it. `end`: where the
+    impossible date ends (set by the tagger)."""
+
+    def __init__(self, end: int = 0) -> None:
+        super().__init__(end)
+        self.end = end
 
 
 @dataclass
@@ -716,8 +721,8 @@ def read_set(ctx: Context) -> Reading | None:
     if word:
         value = lang.sets.get(word)
         return Reading("SET", value) if value else None
-    if ctx.word("weekday"):
-        weekday = lang.weekdays.get(ctx.word("weekday") or "")
+    if ctx.word("weekday") or ctx.word("weekdays"):
+        weekday = lang.weekdays.get(ctx.word("weekday") or (ctx.word("weekdays") or "")[:-1])
         if weekday is None:
             return None
         part = lang.parts_of_day.get(ctx.word("part") or "", "")
@@ -729,6 +734,8 @@ def read_set(ctx: Context) -> Reading | None:
     if unit is None or unit in ("P", "H1") or _plural(ctx) and not ctx.word("amount"):
         return None
     amount = number(lang, ctx.word("amount")) if ctx.word("amount") else 1
+    if ctx.word("times"):
+        amount = 1  # "twice a year": every year (twice)
     if amount is None:
         return None
     if ctx.word("other"):

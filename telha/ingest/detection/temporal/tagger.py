@@ -23,8 +23,9 @@ MAX_LEFT_WORDS = 6
 LEFT_WINDOW = 60
 _GAP = frozenset(" \t\n\r-")
 # What ends a word going leftwards: white space and punctuation, but not the "." of
-# "Jan." or "5.8", the "/" of "1/2", the ":" of "10:30" or the parentheses of "(3)".
-_STOP = frozenset(" \t\n\r-,;!?\"[]{}\u201c\u201d")
+# "Jan." or "5.8", the "/" of "1/2", the ":" of "10:30", the "," of "1,000" or the
+# parentheses of "(3)" (a word that then ends in "," is no glue word and stops).
+_STOP = frozenset(" \t\n\r-;!?\"[]{}\u201c\u201d")
 _SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
 _NEXT_WORD = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\W\d_][\w'-]*)?")
 
@@ -199,7 +200,7 @@ class _Scan:
                 try:
                     timex = self.interpret(m, kind)
                 except Impossible:
-                    return None
+                    raise Impossible(m.end()) from None
                 if timex is not None:
                     return timex
         return None
@@ -271,7 +272,15 @@ def tag(text: str, *, reference: date | None = None, lang: str = "en") -> list[T
             floor, pending = pending.end, None
         if head[0] < floor or (pending is not None and head[1] <= pending.end):
             continue
-        timex = scan.read(head, floor)
+        try:
+            timex = scan.read(head, floor)
+        except Impossible as impossible:
+            # "31 February 2026": no date, and nothing inside it ("2026") either.
+            if pending is not None:
+                found.append(scan.commit(pending))
+                pending = None
+            floor = max(floor, impossible.end)
+            continue
         if timex is None:
             continue
         if pending is None or timex.start < pending.start or (

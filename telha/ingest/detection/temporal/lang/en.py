@@ -380,7 +380,12 @@ RULES = (
     ),
     Rule("set", r"(?P<every>every|each)\s+{weekday}"),
     Rule("set", r"(?P<every>every|each)\s+{month}"),
-    Rule("set", r"(?P<plural_weekday>{weekday})s(?:\s+{part})?", heads=("weekday",)),
+    Rule("set", r"{weekdays}(?:\s+{part})?", heads=("weekday",)),
+    Rule(
+        "set",
+        r"(?P<times>once|twice|thrice|{amount}\s+times)\s+(?:a|an|per|each|every)\s+{unit}",
+        heads=("unit",),
+    ),
     Rule("holiday", r"(?:{shift}\s+)?{holiday}(?:,?\s+{year})?", heads=("holiday",)),
 )
 
@@ -418,7 +423,7 @@ LANGUAGE = Language(
     ),
     determiners=frozenset(["the", "a", "an"]),
     function_words=frozenset(
-        "of in on at to for from by with as than and or but nor so yet that which who "
+        "the a an of in on at to for from by with as than and or but nor so yet that which who "
         "whom whose when while where after before since until till through during "
         "because if though although is was were are be been being has have had will "
         "would shall should can could may might must do does did not no it its he she "
