@@ -134,7 +134,7 @@ def _spoken_year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
     return previous in lang.year_prepositions or previous in lang.months
 
 
-def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
+def acceptable(scan: "_Scan", m: re.Match[str], kind: str, groups: dict[str, str | None]) -> bool:
     """Whether a rule's match may be read at all (see the module's rules)."""
     low, start, end = scan.low, m.start(), m.end()
     text = m.group(0)
@@ -142,7 +142,6 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
         return False
     if text[0].isdigit() and previous_word(scan, start) in scan.g.lang.number_labels:
         return False
-    groups = m.groupdict()
     if groups.get("month") and not _month_ok(scan, m, kind):
         return False
     if groups.get("season") and not _season_ok(scan, m):
@@ -176,7 +175,9 @@ def modifies_noun(scan: "_Scan", end: int) -> bool:
     )
 
 
-def trimmed(scan: "_Scan", m: re.Match[str], kind: str) -> tuple[int, int]:
+def trimmed(
+    scan: "_Scan", m: re.Match[str], kind: str, groups: dict[str, str | None]
+) -> tuple[int, int]:
     """The expression's extent: the match, less a leading determiner when the
     expression modifies a noun after it ("the [third-quarter] loss", "a [two-year]
     option") — unless the determiner is the expression's amount ("a year ago")."""
@@ -185,7 +186,7 @@ def trimmed(scan: "_Scan", m: re.Match[str], kind: str) -> tuple[int, int]:
     lang = scan.g.lang
     if first not in lang.determiners:
         return start, end
-    if m.groupdict().get("amount") is not None and m.start("amount") == start:
+    if groups.get("amount") is not None and m.start("amount") == start:
         return start, end
     if modifies_noun(scan, end):
         cut = start + len(first)

@@ -12,6 +12,9 @@ import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
+from re import _constants as sre_constants
+from re import _parser as sre_parse
+from typing import Any
 
 from .lang import REGISTERED, Language, Rule, language
 
@@ -151,6 +154,9 @@ DIGIT_HEADS = (
 LEAD = "[" + re.escape(" \t\n\r\f\v\xa0" + string.punctuation + "\u201c\u2018\u2013\u2014") + "]"
 
 
+DIGIT_KINDS = ("quarter_code", "fiscal", "decade", "clock", "year", "numeric")
+
+
 def head_kind(token: str) -> str:
     """The kind of a digit head by its shape."""
     if token[0] in "qh":
@@ -197,6 +203,7 @@ class CompiledRule:
     pattern: re.Pattern[str]
     heads: frozenset[str]
     index: int  # its place in the language's table
+    first: frozenset[str] | None  # the characters a match can start with (None: any)
 
 
 @dataclass(frozen=True)
@@ -214,17 +221,87 @@ class Grammar:
     future: re.Pattern[str]
     past: re.Pattern[str]
     exclusions: re.Pattern[str] | None
+    digit_kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
-    by_kinds: dict[frozenset[str], tuple[CompiledRule, ...]] = field(default_factory=dict)
+    by_start: dict[tuple[frozenset[str], str], tuple[CompiledRule, ...]] = field(
+        default_factory=dict
+    )
 
-    def rules_for(self, kinds: frozenset[str]) -> tuple[CompiledRule, ...]:
-        """The rules to try at a head of these kinds: each once, in the table's order."""
-        found = self.by_kinds.get(kinds)
+    def rules_for(self, kinds: frozenset[str], char: str) -> tuple[CompiledRule, ...]:
+        """The rules to try at a head of these kinds from a position whose character is
+        `char`: each once, in the table's order, only those a match can start with it."""
+        key = (kinds, char)
+        found = self.by_start.get(key)
         if found is None:
             unique = {r.index: r for kind in kinds for r in self.rules.get(kind, ())}
-            found = tuple(unique[i] for i in sorted(unique))
-            self.by_kinds[kinds] = found
+            found = tuple(
+                unique[i] for i in sorted(unique) if unique[i].first is None or char in unique[i].first
+            )
+            self.by_start[key] = found
         return found
+
+
+def first_characters(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """The characters a match of `pattern` can start with, from its parsed form; None
+    when that is not a small known set (a class like `\\w`, an empty match)."""
+    found = _first(list(sre_parse.parse(pattern.pattern, pattern.flags)))
+    if found is None or found[1]:
+        return None
+    return frozenset(found[0])
+
+
+def _first(items: list[Any]) -> tuple[set[str], bool] | None:
+    """(first characters, whether the sequence can match empty) of parsed items; None
+    when a first character is not from a small known set."""
+    chars: set[str] = set()
+    for op, av in items:
+        if op in (sre_constants.AT, sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            continue  # zero width
+        if op is sre_constants.LITERAL:
+            return chars | {chr(av)}, False
+        if op is sre_constants.IN:
+            found = _class(av)
+            return None if found is None else (chars | found, False)
+        if op is sre_constants.SUBPATTERN:
+            inner = _first(list(av[-1]))
+        elif op is sre_constants.BRANCH:
+            branches = [_first(list(b)) for b in av[1]]
+            if any(b is None for b in branches):
+                return None
+            known = [b for b in branches if b is not None]
+            inner = set().union(*(b[0] for b in known)), any(b[1] for b in known)
+        elif op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            body = _first(list(av[2]))
+            inner = None if body is None else (body[0], body[1] or av[0] == 0)
+        else:
+            return None
+        if inner is None:
+            return None
+        chars |= inner[0]
+        if not inner[1]:
+            return chars, False
+    return chars, True
+
+
+def _class(items: list[Any]) -> set[str] | None:
+    chars: set[str] = set()
+    for op, av in items:
+        if op is sre_constants.LITERAL:
+            chars.add(chr(av))
+        elif op is sre_constants.RANGE and av[1] - av[0] < 128:
+            chars.update(chr(c) for c in range(av[0], av[1] + 1))
+        elif op is sre_constants.CATEGORY and av in _CATEGORIES:
+            chars.update(_CATEGORIES[av])
+        else:
+            return None
+    return chars
+
+
+# `\d` and `\s` as first characters (digits: ASCII ones, the only ones dates use here).
+_CATEGORIES = {
+    sre_constants.CATEGORY_DIGIT: "0123456789",
+    sre_constants.CATEGORY_SPACE: " \t\n\r\f\v\xa0",
+}
 
 
 def _head_words(lang: Language) -> dict[str, set[str]]:
@@ -271,7 +348,7 @@ def _compile_rule(
     # An expression ends at a word's end, never inside a hyphenated compound
     # ("a year" is not read out of "a year-earlier loss").
     pattern = re.compile(f"(?:{body})(?![^\\W_])(?:(?<=\\d)|(?!-[^\\W\\d_]))")
-    return CompiledRule(rule.kind, pattern, frozenset(kinds), index)
+    return CompiledRule(rule.kind, pattern, frozenset(kinds), index, first_characters(pattern))
 
 
 def _glue(lang: Language, templates: Iterable[str]) -> frozenset[str]:
@@ -311,6 +388,7 @@ def grammar(code: str = "en") -> Grammar:
         future=re.compile(lang.future_markers),
         past=re.compile(lang.past_markers),
         exclusions=re.compile("|".join(lang.exclusions)) if lang.exclusions else None,
+        digit_kinds={k: frozenset([k]) for k in DIGIT_KINDS},
     )
 
 

@@ -6,7 +6,8 @@ ones ("the following year", "a year earlier"), against the last date the text na
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import Protocol
 from datetime import date, timedelta
 
 from .lang import Language
@@ -40,24 +41,43 @@ class Reading:
     time: str = ""  # a TIME's clock ("14:00") or part of day ("MO")
 
 
+class Around(Protocol):
+    """What a reader may ask about the text around its match (computed on demand)."""
+
+    def tense(self, start: int, end: int) -> int | None: ...
+
+    def word_before(self, start: int) -> str: ...
+
+    def next_word(self, end: int) -> str: ...
+
+
 @dataclass
 class Context:
     """What a reader may use besides its match: the language, the reference date (None:
     values stay unresolved, e.g. XXXX-06-12), the last period the text named (the
-    focus), the match's groups, and — computed only when a reader asks — the tense of
+    focus), the match's groups and text, and — only when a reader asks — the tense of
     the sentence around the match and the words just before and after it."""
 
     lang: Language
     reference: date | None
     focus: Period | None
-    groups: dict[str, str]
-    tense: Callable[[], int | None]
-    before: Callable[[], str]
-    after: Callable[[], str]
+    groups: dict[str, str | None]
+    text: str
+    span: tuple[int, int]
+    around: Around
 
     def word(self, name: str) -> str | None:
         value = self.groups.get(name)
         return " ".join(value.split()).replace("- ", "-") if value else None
+
+    def tense(self) -> int | None:
+        return self.around.tense(*self.span)
+
+    def before(self) -> str:
+        return self.around.word_before(self.span[0])
+
+    def after(self) -> str:
+        return self.around.next_word(self.span[1])
 
 
 def _lookup(table: dict[str, object] | object, text: str | None) -> object:
@@ -389,7 +409,7 @@ def _plural(ctx: Context) -> bool:
 
 def _definite(ctx: Context) -> bool:
     """Whether the match opens with a definite article ("the quarter")."""
-    words = (ctx.groups.get("_text") or "").split(None, 1)
+    words = ctx.text.split(None, 1)
     return bool(words) and words[0] in ctx.lang.definite
 
 
@@ -501,14 +521,13 @@ def _fraction(ctx: Context, unit: str) -> bool:
     """ "a quarter of", "about three-quarters", "more than a quarter": fractions."""
     if unit != "Q":
         return False
-    text = ctx.groups.get("_text") or ""
+    text = ctx.text
     return (ctx.word("amount") in ctx.lang.indefinite or ctx.after() in ctx.lang.partitives
             or ("-" in text and _plural(ctx)))
 
 
 def _adjective(ctx: Context) -> bool:
-    text = ctx.groups.get("_text") or ""
-    return "-" in text
+    return "-" in ctx.text
 
 
 def read_units(ctx: Context) -> Reading | None:

@@ -10,7 +10,6 @@ words ("May" the modal, "march" the verb, "a second", "fall") and numbers that a
 section numbers, amounts or parts of longer numbers are refused here."""
 
 import re
-from collections.abc import Iterator
 from dataclasses import dataclass
 from datetime import date
 
@@ -20,12 +19,11 @@ from .normalise import FUTURE, PAST, READERS, Context, Impossible, Reading
 from .periods import Period
 
 MAX_LEFT_WORDS = 6
-LEFT_WINDOW = 60
-_GAP = frozenset(" \t\n\r-")
-# What ends a word going leftwards: white space and punctuation, but not the "." of
-# "Jan." or "5.8", the "/" of "1/2", the ":" of "10:30", the "," of "1,000" or the
-# parentheses of "(3)" (a word that then ends in "," is no glue word and stops).
-_STOP = frozenset(" \t\n\r-;!?\"[]{}\u201c\u201d")
+# The word before a position, read in the reversed text: the gap (spaces, a hyphen, at
+# most one line break) and the word. A word ends going leftwards at white space or
+# punctuation, but not at the "." of "Jan." or "5.8", the "/" of "1/2", the ":" of
+# "10:30", the "," of "1,000" or the parentheses of "(3)".
+_BACK = re.compile(r"([ \t\r-]*\n?[ \t\r-]*)([^ \t\n\r\-;!?\"\[\]{}\u201c\u201d]+)")
 _SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
 _NEXT_WORD = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\W\d_][\w'-]*)?")
 
@@ -74,36 +72,39 @@ def _lower(text: str) -> str:
 
 
 class _Scan:
-    """One run of the tagger over one text."""
+    """One run of the tagger over one text: the text, its lower-case and reversed
+    copies (every offset kept), the grammar, the reference date and the focus (the last
+    period the text named)."""
 
     def __init__(self, text: str, reference: date | None, g: Grammar) -> None:
         self.text = text
         self.low = _lower(text)
+        self.rev = self.low[::-1]
         self.g = g
         self.reference = reference
         self.focus: Period | None = None
+        self._starts: dict[int, list[int]] = {}
 
     # --- heads and starts -----------------------------------------------------------
 
-    def heads(self) -> Iterator[tuple[int, int, frozenset[str]]]:
-        """(start, end, kinds) of every head, in order."""
+    def heads(self) -> list[tuple[int, int, frozenset[str]]]:
+        """(start, end, kinds) of every head, in order: a word of the head vocabulary
+        that is viable here, or a digit shape (kind by `head_kind`)."""
         g, low = self.g, self.low
+        kinds_of, digit_kinds = g.head_kinds, g.digit_kinds
+        found = []
         first = g.at_start.match(low)
-        matches = [first] if first else []
-        for m in matches:
-            yield from self._head(m, 0)
-        for m in g.prefilter.finditer(low):
-            yield from self._head(m, 1)
-
-    def _head(self, m: re.Match[str], lead: int) -> Iterator[tuple[int, int, frozenset[str]]]:
-        start, end = m.start() + lead, m.end()
-        token = self.low[start:end]
-        kinds = self.g.head_kinds.get(token)
-        if kinds is not None:
-            if self.viable(token, start, end):
-                yield start, end, kinds
-        elif not token[0].isalpha() or token[1:2].isdigit() or token.startswith("fy"):
-            yield start, end, frozenset([head_kind(token)])
+        spans = [(0, first.end())] if first else []
+        spans += [(m.start() + 1, m.end()) for m in g.prefilter.finditer(low)]
+        for start, end in spans:
+            token = low[start:end]
+            kinds = kinds_of.get(token)
+            if kinds is not None:
+                if self.viable(token, start, end):
+                    found.append((start, end, kinds))
+            elif not token[0].isalpha() or token[1:2].isdigit() or token.startswith("fy"):
+                found.append((start, end, digit_kinds[head_kind(token)]))
+        return found
 
     def viable(self, word: str, start: int, end: int) -> bool:
         """A cheap first look at a head that is also an ordinary word: "may" and "march"
@@ -117,11 +118,11 @@ class _Scan:
             if written[0].isupper() and not written.isupper():
                 return True  # "May", not "may" nor "MAY" (in capitals, a case says nothing)
             after = self.low[end : end + 3].lstrip()
-            return after[:1].isdigit() or previous_word(self, start)[:1].isdigit()
+            return after[:1].isdigit() or self.word_before(start)[:1].isdigit()
         guard = lang.head_guards.get(word)
         if guard is None:
             return True
-        before = previous_word(self, start)
+        before = self.word_before(start)
         if before in guard:
             return True
         if "#" in guard:
@@ -131,30 +132,38 @@ class _Scan:
 
     def starts(self, head: int, floor: int) -> list[int]:
         """Where an expression around the head at `head` may start, leftmost first: the
-        head, and each of up to MAX_LEFT_WORDS words before it that may open one
-        (glue words, numbers, "(3)"), separated by spaces, a hyphen or one line break."""
-        low, glue = self.low, self.g.glue
+        head, and each of up to MAX_LEFT_WORDS words before it (not before `floor`)
+        that may open one — glue words, numbers, "(3)" — separated by spaces, a hyphen
+        or one line break."""
+        cached = self._starts.get(head)
+        if cached is not None:
+            return [s for s in cached if s >= floor]
+        rev, size, glue = self.rev, len(self.low), self.g.glue
         starts = [head]
         edge = head
         for _ in range(MAX_LEFT_WORDS):
-            gap_start = edge
-            while gap_start > floor and low[gap_start - 1] in _GAP:
-                gap_start -= 1
-            if gap_start == edge or gap_start <= floor:
+            m = _BACK.match(rev, size - edge)
+            if m is None or not m.group(1):
                 break
-            if low.count("\n", gap_start, edge) > 1:
-                break
-            word_start = gap_start
-            while word_start > floor and low[word_start - 1] not in _STOP:
-                word_start -= 1
-            word = low[word_start:gap_start]
-            if not word or not (word in glue or word[0].isdigit() or word[0] == "("
-                                or (word[-1] == "." and word[:-1] in glue)):
+            word_start = edge - m.end() + m.start()
+            word = m.group(2)[::-1]
+            if not (word in glue or word[0].isdigit() or word[0] == "("
+                    or (word[-1] == "." and word[:-1] in glue)):
                 break
             starts.append(word_start)
             edge = word_start
         starts.reverse()
-        return starts
+        self._starts[head] = starts
+        return [s for s in starts if s >= floor]
+
+    def word_before(self, start: int) -> str:
+        """The word before `start` (lower case, outer punctuation stripped), or ""."""
+        return previous_word(self, start)
+
+    def next_word(self, end: int) -> str:
+        """The word right after `end` on the same line (after spaces), or ""."""
+        m = _NEXT_WORD.match(self.low, end)
+        return (m.group(1) or "") if m else ""
 
     # --- tense ------------------------------------------------------------------------
 
@@ -186,16 +195,16 @@ class _Scan:
     def read(self, head: tuple[int, int, frozenset[str]], floor: int) -> Timex | None:
         """The expression around one head, or None: at each possible start, leftmost
         first, the rules of the head's kinds; the longest match that covers the head and
-        reads is it."""
+        reads is it. Raises Impossible for a date that is no calendar date."""
         head_start, head_end, kinds = head
-        rules = self.g.rules_for(kinds)
+        low = self.low
         for start in self.starts(head_start, floor):
             found = []
-            for rule in rules:
-                m = rule.pattern.match(self.low, start)
+            for rule in self.g.rules_for(kinds, low[start]):
+                m = rule.pattern.match(low, start)
                 if m is not None and m.end() >= head_end:
                     found.append((-m.end(), len(found), m, rule.kind))
-            found.sort(key=lambda c: (c[0], c[1]))
+            found.sort()
             for _, _, m, kind in found:
                 try:
                     timex = self.interpret(m, kind)
@@ -206,24 +215,15 @@ class _Scan:
         return None
 
     def interpret(self, m: re.Match[str], kind: str) -> Timex | None:
-        if not acceptable(self, m, kind):
+        """A rule's match as an expression, if it passes the checks and reads."""
+        groups = m.groupdict()
+        if not acceptable(self, m, kind, groups):
             return None
-        groups = {k: v for k, v in m.groupdict().items() if v is not None}
-        groups["_text"] = m.group(0)
-        start, end = m.span()
-        ctx = Context(
-            lang=self.g.lang,
-            reference=self.reference,
-            focus=self.focus,
-            groups=groups,
-            tense=lambda: self.tense(start, end),
-            before=lambda: previous_word(self, start),
-            after=lambda: self.next_word(end),
-        )
+        ctx = Context(self.g.lang, self.reference, self.focus, groups, m.group(0), m.span(), self)
         reading: Reading | None = READERS[kind](ctx)
         if reading is None:
             return None
-        start, end = trimmed(self, m, kind)
+        start, end = trimmed(self, m, kind, groups)
         return Timex(
             start=start,
             end=end,
@@ -249,11 +249,6 @@ class _Scan:
         """Whether the words before `head` that may open an expression reach back into
         `pending` (then the expression around `head` may swallow it)."""
         return self.starts(head[0], pending.start)[0] < pending.end
-
-    def next_word(self, end: int) -> str:
-        """The word right after `end` on the same line (after spaces), or ""."""
-        m = _NEXT_WORD.match(self.low, end)
-        return (m.group(1) or "") if m else ""
 
 
 def tag(text: str, *, reference: date | None = None, lang: str = "en") -> list[Timex]:
