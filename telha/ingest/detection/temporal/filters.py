@@ -29,6 +29,7 @@ class _Scan(Protocol):
     def next_word(self, end: int) -> str: ...
 
 _MONEY = frozenset("$€£¥#§")
+_SPACES = re.compile(r"[\s-]+")
 _PUNCTUATION = "()[]{}\"',;:!?\u201c\u201d\u2018\u2019"
 
 
@@ -67,7 +68,7 @@ def _capitalised(scan: "_Scan", start: int, end: int) -> bool:
 def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
     """ "May"/"March" (ambiguous words of the language) as months."""
     word = m.group("month")
-    key = word.lower().rstrip(".")
+    key = word.rstrip(".")
     has_year = bool(m.groupdict().get("year"))
     lang = scan.g.lang
     alone = not has_year and not m.groupdict().get("day")
@@ -88,7 +89,7 @@ def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
 
 
 def _season_ok(scan: "_Scan", m: re.Match[str]) -> bool:
-    word = m.group("season").lower()
+    word = m.group("season")
     if word not in scan.g.lang.ambiguous:
         return True
     groups = m.groupdict()
@@ -99,10 +100,10 @@ def _season_ok(scan: "_Scan", m: re.Match[str]) -> bool:
 
 def _unit_ok(scan: "_Scan", m: re.Match[str]) -> bool:
     """An ambiguous unit word ("second") counts only after a stated number."""
-    word = m.group("unit").lower()
+    word = m.group("unit")
     if word not in scan.g.lang.ambiguous:
         return True
-    amount = (m.groupdict().get("amount") or "").lower()
+    amount = m.groupdict().get("amount") or ""
     return bool(amount) and amount not in scan.g.lang.indefinite
 
 
@@ -127,7 +128,7 @@ def _spoken_year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
     preposition or a month, or "the year"); elsewhere it is an amount. "nineteen
     ninety" always is."""
     lang = scan.g.lang
-    words = re.split(r"[\s-]+", m.group("spoken_year"))
+    words = _SPACES.split(m.group("spoken_year"))
     if not any(lang.multipliers.get(w, 0) >= 1000 for w in words) or m.group("the_year"):
         return True
     previous = previous_word(scan, m.start()).rstrip(".")

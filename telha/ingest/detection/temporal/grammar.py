@@ -220,7 +220,7 @@ class Grammar:
     glue: frozenset[str]
     future: re.Pattern[str]
     past: re.Pattern[str]
-    exclusions: re.Pattern[str] | None
+    exclusions: Mapping[str, re.Pattern[str]]
     digit_kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     by_start: dict[tuple[frozenset[str], str], tuple[CompiledRule, ...]] = field(
@@ -387,7 +387,7 @@ def grammar(code: str = "en") -> Grammar:
         glue=_glue(lang, (r.template for r in lang.rules)),
         future=re.compile(lang.future_markers),
         past=re.compile(lang.past_markers),
-        exclusions=re.compile("|".join(lang.exclusions)) if lang.exclusions else None,
+        exclusions={word: re.compile(p) for word, p in lang.exclusions.items()},
         digit_kinds={k: frozenset([k]) for k in DIGIT_KINDS},
     )
 

@@ -16,6 +16,16 @@ from .periods import UNIT_GRAINS, Period, duration_value, month_add, period_of
 PAST, FUTURE = -1, 1
 
 
+_SPACES = re.compile(r"[\s-]+")
+_REPEAT = re.compile(r"\s*\(.*\)$")  # "three (3)": the digits repeat the words
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d\d\d)+")
+_DECIMAL = re.compile(r"\d+(?:[.,]\d+)?")
+_AND_A_HALF = re.compile(r"(\d+)\s+1/2")
+_DIGITS = re.compile(r"\d+")
+_DECADE = re.compile(r"(\d\d\d)0'?s")
+_SHORT_DECADE = re.compile(r"'(\d)0s")
+
+
 class Impossible(Exception):
     """A date that is no calendar date ("31 February 2026"): no expression is read there
     at all — not a shorter one ("February 2026", "2026") inside it. `end`: where the
@@ -67,8 +77,14 @@ class Context:
     around: Around
 
     def word(self, name: str) -> str | None:
+        """A group's words with their spacing made single ("twenty  four" → "twenty
+        four"), or None when the group did not take part in the match."""
         value = self.groups.get(name)
-        return " ".join(value.split()).replace("- ", "-") if value else None
+        if not value:
+            return None
+        if " " in value or "\n" in value or "\t" in value:
+            return " ".join(value.split()).replace("- ", "-")
+        return value
 
     def tense(self) -> int | None:
         return self.around.tense(*self.span)
@@ -83,7 +99,7 @@ class Context:
 def _lookup(table: dict[str, object] | object, text: str | None) -> object:
     if text is None:
         return None
-    key = re.sub(r"[\s-]+", " ", text).strip()
+    key = _SPACES.sub(" ", text).strip()
     return table.get(key) if isinstance(table, dict) else None  # type: ignore[union-attr]
 
 
@@ -92,14 +108,14 @@ def number(lang: Language, text: str | None) -> float | None:
     vague one ("several")."""
     if text is None:
         return None
-    text = re.sub(r"\s*\(.*\)$", "", text.strip())
-    if re.fullmatch(r"\d{1,3}(?:,\d\d\d)+", text):
+    text = _REPEAT.sub("", text.strip())
+    if _THOUSANDS.fullmatch(text):
         return float(text.replace(",", ""))  # 1,000
-    if re.fullmatch(r"\d+(?:[.,]\d+)?", text):
+    if _DECIMAL.fullmatch(text):
         return float(text.replace(",", "."))
-    if m := re.fullmatch(r"(\d+)\s+1/2", text):
+    if m := _AND_A_HALF.fullmatch(text):
         return int(m.group(1)) + 0.5
-    key = re.sub(r"[\s-]+", " ", text)
+    key = _SPACES.sub(" ", text)
     if key in lang.fuzzy_amounts:
         return None
     value = lang.numbers.get(key)
@@ -119,10 +135,10 @@ def month_number(lang: Language, text: str | None) -> int | None:
 def day_number(lang: Language, text: str | None) -> int | None:
     if text is None:
         return None
-    digits = re.match(r"\d+", text)
+    digits = _DIGITS.match(text)
     if digits:
         return int(digits.group(0))
-    return lang.ordinals.get(re.sub(r"[\s-]+", " ", text))
+    return lang.ordinals.get(_SPACES.sub(" ", text))
 
 
 def safe_date(year: int, month: int, day: int) -> date | None:
@@ -569,7 +585,7 @@ def read_quarter(ctx: Context) -> Reading | None:
     "the first half of 1990", "Q3 2026", "third-quarter": a quarter or half; with no
     year, the reference's (the tense decides the side)."""
     g = ctx.groups
-    letter = (g.get("q_letter") or "").lower()
+    letter = g.get("q_letter") or ""
     if letter:
         grain = "quarter" if letter == "q" else "half"
         n = int(g.get("q_number") or 0)
@@ -577,7 +593,7 @@ def read_quarter(ctx: Context) -> Reading | None:
         grain = "half" if ctx.lang.units.get(ctx.word("part_unit") or "") == "H1" else "quarter"
         n = ctx.lang.ordinals.get(ctx.word("ordinal") or "") or 0
         if not n:
-            digits = re.match(r"\d+", ctx.word("ordinal") or "")
+            digits = _DIGITS.match(ctx.word("ordinal") or "")
             n = int(digits.group(0)) if digits else 0
     count = 4 if grain == "quarter" else 2
     if n == -1:
@@ -649,10 +665,10 @@ def read_season(ctx: Context) -> Reading | None:
 def read_decade(ctx: Context) -> Reading | None:
     """ "the 1990s", "the mid-1980s", "the '90s", "the nineties": 199, 198…"""
     text = ctx.word("decade") or ""
-    if m := re.match(r"(\d\d\d)0'?s", text):
+    if m := _DECADE.match(text):
         value = m.group(1)
     else:
-        m2 = re.match(r"'(\d)0s", text)
+        m2 = _SHORT_DECADE.match(text)
         tens = int(m2.group(1)) * 10 if m2 else ctx.lang.decades.get(text)
         if tens is None:
             return None
@@ -665,7 +681,7 @@ def read_decade(ctx: Context) -> Reading | None:
 
 def read_century(ctx: Context) -> Reading | None:
     word = ctx.word("ordinal") or ""
-    digits = re.match(r"\d+", word)
+    digits = _DIGITS.match(word)
     n = int(digits.group(0)) if digits else ctx.lang.ordinals.get(word, 0)
     if not 1 <= n <= 30:
         return None
@@ -703,7 +719,7 @@ def read_year(ctx: Context) -> Reading | None:
 def read_spoken_year(ctx: Context) -> Reading | None:
     """A year said in words: "nineteen ninety-one" (19|91), "two thousand (and) five"."""
     lang = ctx.lang
-    words = [w for w in re.split(r"[\s-]+", ctx.word("spoken_year") or "")
+    words = [w for w in _SPACES.split(ctx.word("spoken_year") or "")
              if w not in lang.connectors]
     values = [lang.numbers.get(w) if w not in lang.multipliers else None for w in words]
     if any(lang.multipliers.get(w) == 1000 for w in words):

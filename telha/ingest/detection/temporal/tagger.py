@@ -111,7 +111,8 @@ class _Scan:
         in lower case need a number beside them; a guarded word ("the past", "30
         seconds") the word its language table says must come before it."""
         lang = self.g.lang
-        if self.g.exclusions is not None and self.g.exclusions.match(self.low, start):
+        exclusion = self.g.exclusions.get(word)
+        if exclusion is not None and exclusion.match(self.low, start):
             return False
         if word in lang.ambiguous and word in lang.months:
             written = self.text[start:end]

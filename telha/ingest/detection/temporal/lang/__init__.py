@@ -66,9 +66,9 @@ class Language:
     # Head words that are time only after one of these words ("#": a number, in digits
     # or words): "the past", "the near future", "30 seconds"; checked before any rule.
     head_guards: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    # Phrases that start at a head word and are no time at all ("now, therefore"):
-    # regular expressions over the lower-cased text, tried at the head.
-    exclusions: tuple[str, ...] = ()
+    # Phrases that start at a head word and are no time at all ("now, therefore"): by
+    # head word, a regular expression over the lower-cased text, tried at the head.
+    exclusions: Mapping[str, str] = field(default_factory=dict)
     # Words after a number that make it a count or an amount ("2026 shares").
     amount_words: frozenset[str] = frozenset()
     # The grammar's function words, by role:

@@ -466,7 +466,7 @@ LANGUAGE = Language(
                             "during".split()),
         "eve": frozenset(["christmas", "year's"]),
     },
-    exclusions=(r"now,?\s+therefore\b",),
+    exclusions={"now": r"now,?\s+therefore\b"},
     definite=frozenset(["the"]),
     indefinite=frozenset(["a", "an"]),
     plural_units=frozenset(w for w in UNITS if w.endswith("s") and w[:-1] in UNITS)
