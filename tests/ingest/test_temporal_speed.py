@@ -64,7 +64,7 @@ def _star_height(items, unbounded_above: bool) -> int:
     worst = 0
     for op, av in items:
         if op in REPEATS:
-            low, high, sub = av
+            _, high, sub = av
             unbounded = high == sre_constants.MAXREPEAT
             inner = _star_height(sub, unbounded_above or unbounded)
             worst = max(worst, inner + (1 if unbounded_above else 0))

@@ -25,7 +25,11 @@ FOUND = [
     ("abbreviated-month", "Dated Jan. 8, 1998.", [("Jan. 8, 1998", "DATE", "1998-01-08")]),
     ("day-month-year", "on 12 June 2026 at", [("12 June 2026", "DATE", "2026-06-12")]),
     ("ordinal-of", "the 12th of June 2026", [("12th of June 2026", "DATE", "2026-06-12")]),
-    ("weekday-and-date", "on Friday, June 12, 2026.", [("Friday, June 12, 2026", "DATE", "2026-06-12")]),
+    (
+        "weekday-and-date",
+        "on Friday, June 12, 2026.",
+        [("Friday, June 12, 2026", "DATE", "2026-06-12")],
+    ),
     ("day-mon-year", "expires 26-Mar-2013", [("26-Mar-2013", "DATE", "2013-03-26")]),
     ("month-year", "in June 2012", [("June 2012", "DATE", "2012-06")]),
     ("us-numeric", "signed 03/04/2013", [("03/04/2013", "DATE", "2013-03-04")]),
@@ -52,8 +56,16 @@ FOUND = [
     ("last-week", "Sales rose last week.", [("last week", "DATE", "2013-W11")]),
     ("the-last-week", "In the last week, prices doubled.", [("the last week", "DATE", "2013-W11")]),
     ("next-quarter", "Rates rise next quarter.", [("next quarter", "DATE", "2013-Q2")]),
-    ("ordinal-quarter", "Profit fell in the third quarter.", [("the third quarter", "DATE", "2013-Q3")]),
-    ("quarter-of-year", "the second quarter of 2011 was weak", [("the second quarter of 2011", "DATE", "2011-Q2")]),
+    (
+        "ordinal-quarter",
+        "Profit fell in the third quarter.",
+        [("the third quarter", "DATE", "2013-Q3")],
+    ),
+    (
+        "quarter-of-year",
+        "the second quarter of 2011 was weak",
+        [("the second quarter of 2011", "DATE", "2011-Q2")],
+    ),
     ("quarter-code", "Revenue in Q3 2013 grew.", [("Q3 2013", "DATE", "2013-Q3")]),
     ("half", "the first half of 2012", [("the first half of 2012", "DATE", "2012-H1")]),
     ("season", "It launched in the summer of 2012.", [("the summer of 2012", "DATE", "2012-SU")]),
@@ -80,7 +92,11 @@ FOUND = [
     # references
     ("now", "The plant is now closed.", [("now", "DATE", "PRESENT_REF")]),
     ("recently", "It was recently sold.", [("recently", "DATE", "PAST_REF")]),
-    ("the-future", "Prices may rise in the near future.", [("the near future", "DATE", "FUTURE_REF")]),
+    (
+        "the-future",
+        "Prices may rise in the near future.",
+        [("the near future", "DATE", "FUTURE_REF")],
+    ),
     # durations
     ("words-and-digits", "for three (3) years", [("three (3) years", "DURATION", "P3Y")]),
     ("days", "within ninety (90) days of it", [("ninety (90) days", "DURATION", "P90D")]),
@@ -108,10 +124,18 @@ FOUND = [
     ("clock-today", "The call is at 2 p.m. today.", [("2 p.m. today", "TIME", "2013-03-22T14:00")]),
     ("clock-24h", "Doors open at 14:30.", [("14:30", "TIME", "2013-03-22T14:30")]),
     ("midnight", "It expires at midnight Friday.", [("midnight Friday", "TIME", "2013-03-22T24")]),
-    ("iso-time", "Uploaded 2013-03-22T14:00:00Z.", [("2013-03-22T14:00:00Z", "TIME", "2013-03-22T14:00")]),
+    (
+        "iso-time",
+        "Uploaded 2013-03-22T14:00:00Z.",
+        [("2013-03-22T14:00:00Z", "TIME", "2013-03-22T14:00")],
+    ),
     # holidays
     ("fixed-holiday", "Closed on Christmas 2012.", [("Christmas 2012", "DATE", "2012-12-25")]),
-    ("floating-holiday", "Closed on Thanksgiving 2012.", [("Thanksgiving 2012", "DATE", "2012-11-22")]),
+    (
+        "floating-holiday",
+        "Closed on Thanksgiving 2012.",
+        [("Thanksgiving 2012", "DATE", "2012-11-22")],
+    ),
 ]
 
 

@@ -8,7 +8,7 @@ extent ends: precision where detection acts.
   and "March" need a day or year, or a capital and a time preposition before them ("in
   May"); "fall" and "spring" a year, "last"/"this"… or a preposition; "second" a
   number ("30 seconds", never "a second").
-- A bare year is 1900–2099, or any year after a time preposition ("in 1776").
+- A bare year is 1900-2099, or any year after a time preposition ("in 1776").
 - A clock time without a.m./p.m. ("10:30") needs a time preposition before it.
 - The determiner ("the", "a") belongs to an expression only when the expression heads
   its noun phrase: "in [the third quarter]" but "the [third-quarter] loss"."""
@@ -28,6 +28,7 @@ class _Scan(Protocol):
 
     def next_word(self, end: int) -> str: ...
 
+
 _MONEY = frozenset("$€£¥#§")
 _SPACES = re.compile(r"[\s-]+")
 _PUNCTUATION = "()[]{}\"',;:!?\u201c\u201d\u2018\u2019"
@@ -36,8 +37,13 @@ _PUNCTUATION = "()[]{}\"',;:!?\u201c\u201d\u2018\u2019"
 def previous_word(scan: "_Scan", start: int) -> str:
     """The word before `start` (lower case, outer punctuation stripped), or ""."""
     words = scan.low[max(0, start - 32) : start].split()
-    return words[-1].strip(_PUNCTUATION) if words and start > 0 and (
-        scan.low[start - 1].isspace() or scan.low[start - 1] in _PUNCTUATION) else ""
+    return (
+        words[-1].strip(_PUNCTUATION)
+        if words
+        and start > 0
+        and (scan.low[start - 1].isspace() or scan.low[start - 1] in _PUNCTUATION)
+        else ""
+    )
 
 
 def _part_of_longer_number(low: str, start: int, end: int) -> bool:
@@ -72,8 +78,9 @@ def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
     has_year = bool(m.groupdict().get("year"))
     lang = scan.g.lang
     alone = not has_year and not m.groupdict().get("day")
-    if alone and any(o != key and o.startswith(key) and lang.months[o] == lang.months[key]
-                     for o in lang.months):
+    if alone and any(
+        o != key and o.startswith(key) and lang.months[o] == lang.months[key] for o in lang.months
+    ):
         return False  # an abbreviation on its own ("Jan"): a name, or a stray token
     if key not in lang.ambiguous:
         return True
@@ -108,7 +115,7 @@ def _unit_ok(scan: "_Scan", m: re.Match[str]) -> bool:
 
 
 def _year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
-    """A bare year: 1900–2099, or any after a time preposition; not a label's number
+    """A bare year: 1900-2099, or any after a time preposition; not a label's number
     ("Section 2019"), not a count ("2026 shares")."""
     year = int(m.group("year"))
     previous = previous_word(scan, m.start())
@@ -153,14 +160,14 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str, groups: dict[str, str
         return False  # "a quarterly dividend", "the daily tally"
     if kind == "spoken_year" and not _spoken_year_ok(scan, m):
         return False
-    if kind == "reference" and text.split(None, 1)[0] in scan.g.lang.determiners:
-        if modifies_noun(scan, end):
-            return False  # "the present Agreement", "the future payments"
+    opening = text.split(None, 1)[0]
+    if kind == "reference" and opening in scan.g.lang.determiners and modifies_noun(scan, end):
+        return False  # "the present Agreement", "the future payments"
     if kind == "year" and groups.get("year") and not _year_ok(scan, m):
         return False
-    if groups.get("hour24") and not groups.get("weekday") and not groups.get("deictic"):
-        if previous_word(scan, start) not in scan.g.lang.clock_prepositions:
-            return False
+    named_day = groups.get("weekday") or groups.get("deictic")
+    if groups.get("hour24") and not named_day:  # "10:30" alone: a ratio, a score…
+        return previous_word(scan, start) in scan.g.lang.clock_prepositions
     return True
 
 

@@ -31,8 +31,11 @@ def _words(entries: Iterable[str]) -> str:
 
 def _month_slot(lang: Language) -> str:
     """Month names; an abbreviation ("Jan", "Sept") may carry its dot."""
-    full = {n for n, i in lang.months.items() if not any(
-        o != n and o.startswith(n) and lang.months[o] == i for o in lang.months)}
+    full = {
+        n
+        for n, i in lang.months.items()
+        if not any(o != n and o.startswith(n) and lang.months[o] == i for o in lang.months)
+    }
     short = set(lang.months) - full
     return f"(?:{_words(full)}|(?:{_words(short)})\\.?){LETTER_BOUNDARY}"
 
@@ -82,8 +85,7 @@ def slot_patterns(lang: Language) -> dict[str, str]:
     return {
         "month": _month_slot(lang),
         "weekday": f"(?:{_words(lang.weekdays)}){LETTER_BOUNDARY}",
-        "weekdays": f"(?:{_words(w + 's' for w in lang.weekdays if w.isalpha())})"
-        f"{LETTER_BOUNDARY}",
+        "weekdays": f"(?:{_words(w + 's' for w in lang.weekdays if w.isalpha())}){LETTER_BOUNDARY}",
         "day": _day_slot(lang),
         "year": YEAR,
         "iso": ISO,
@@ -235,7 +237,7 @@ class Grammar:
         if found is None:
             unique = {r.index: r for kind in kinds for r in self.rules.get(kind, ())}
             found = tuple(
-                unique[i] for i in sorted(unique) if unique[i].first is None or char in unique[i].first
+                r for _, r in sorted(unique.items()) if r.first is None or char in r.first
             )
             self.by_start[key] = found
         return found
@@ -353,8 +355,14 @@ def _compile_rule(
 
 def _glue(lang: Language, templates: Iterable[str]) -> frozenset[str]:
     words = set(lang.glue)
-    for table in (lang.numbers, lang.ordinals, lang.shifts, lang.modifiers,
-                  lang.approximations, lang.weekdays):
+    for table in (
+        lang.numbers,
+        lang.ordinals,
+        lang.shifts,
+        lang.modifiers,
+        lang.approximations,
+        lang.weekdays,
+    ):
         for entry in table:
             words.update(entry.split())
     for entry in lang.fuzzy_amounts:

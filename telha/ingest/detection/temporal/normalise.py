@@ -7,11 +7,19 @@ ones ("the following year", "a year earlier"), against the last date the text na
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Protocol
 from datetime import date, timedelta
+from typing import Protocol
 
 from .lang import Language
-from .periods import UNIT_GRAINS, Period, duration_value, month_add, period_of
+from .periods import (
+    SEASON_MONTHS,
+    UNIT_GRAINS,
+    Period,
+    duration_value,
+    month_add,
+    period_of,
+    season,
+)
 
 PAST, FUTURE = -1, 1
 
@@ -48,7 +56,6 @@ class Reading:
     anaphoric: bool = False  # resolved against the focus (an earlier date of the text)
     amount: float | None = None  # a DURATION's or SET's amount and unit
     unit: str = ""
-    time: str = ""  # a TIME's clock ("14:00") or part of day ("MO")
 
 
 class Around(Protocol):
@@ -96,13 +103,6 @@ class Context:
         return self.around.next_word(self.span[1])
 
 
-def _lookup(table: dict[str, object] | object, text: str | None) -> object:
-    if text is None:
-        return None
-    key = _SPACES.sub(" ", text).strip()
-    return table.get(key) if isinstance(table, dict) else None  # type: ignore[union-attr]
-
-
 def number(lang: Language, text: str | None) -> float | None:
     """The value of an amount ("three (3)", "2.5", "5 1/2", "twenty-four"), None for a
     vague one ("several")."""
@@ -120,10 +120,6 @@ def number(lang: Language, text: str | None) -> float | None:
         return None
     value = lang.numbers.get(key)
     return float(value) if value is not None else None
-
-
-def _amount_value(amount: float | None) -> float | None:
-    return amount
 
 
 def month_number(lang: Language, text: str | None) -> int | None:
@@ -221,7 +217,7 @@ def read_iso(ctx: Context) -> Reading | None:
         raise Impossible
     if g.get("iso_hour"):
         clock = f"{g['iso_hour']}:{g['iso_minute']}"
-        return Reading("TIME", f"{d.isoformat()}T{clock}", Period("day", d), time=clock)
+        return Reading("TIME", f"{d.isoformat()}T{clock}", Period("day", d))
     return Reading("DATE", d.isoformat(), Period("day", d))
 
 
@@ -314,8 +310,7 @@ def _with_part(ctx: Context, d: date | None, reading: Reading) -> Reading:
         return reading
     code = ctx.lang.parts_of_day.get(part, "")
     day = d.isoformat() if d else reading.value
-    return Reading("TIME", f"{day}T{code}", reading.period, reading.mod, reading.anchored,
-                   time=code)
+    return Reading("TIME", f"{day}T{code}", reading.period, reading.mod, reading.anchored)
 
 
 def read_weekday(ctx: Context) -> Reading | None:
@@ -341,14 +336,16 @@ def read_deictic(ctx: Context) -> Reading | None:
     if offset is None:
         return None
     if ctx.reference is None:
-        return Reading("DATE", "PRESENT_REF" if offset == 0 else
-                       ("PAST_REF" if offset < 0 else "FUTURE_REF"), anchored=True)
+        return Reading(
+            "DATE",
+            "PRESENT_REF" if offset == 0 else ("PAST_REF" if offset < 0 else "FUTURE_REF"),
+            anchored=True,
+        )
     d = ctx.reference + timedelta(days=offset)
     reading = Reading("DATE", d.isoformat(), Period("day", d), mod=_mod(ctx), anchored=True)
     implied = ctx.lang.deictic_parts.get(word)
     if implied and not ctx.word("part"):
-        return Reading("TIME", f"{d.isoformat()}T{implied}", reading.period, anchored=True,
-                       time=implied)
+        return Reading("TIME", f"{d.isoformat()}T{implied}", reading.period, anchored=True)
     return _with_part(ctx, d, reading)
 
 
@@ -368,7 +365,7 @@ def read_part(ctx: Context) -> Reading | None:
     base = base or ctx.reference
     d = base + timedelta(days=shift)
     code = ctx.lang.parts_of_day.get(ctx.word("part") or "", "")
-    return Reading("TIME", f"{d.isoformat()}T{code}", Period("day", d), anchored=True, time=code)
+    return Reading("TIME", f"{d.isoformat()}T{code}", Period("day", d), anchored=True)
 
 
 def read_clock(ctx: Context) -> Reading | None:
@@ -386,15 +383,14 @@ def read_clock(ctx: Context) -> Reading | None:
         clock = f"{int(g['hour24'] or 0):02d}:{g['minute24']}"
     else:
         clock = ctx.lang.parts_of_day.get(ctx.word("part") or "", "")
-    if not clock[:1].isdigit() and not ctx.word("modifier"):
-        if not (ctx.word("weekday") or ctx.word("deictic")):
-            return None  # "morning" alone: no time
+    named_day = ctx.word("weekday") or ctx.word("deictic")
+    if not clock[:1].isdigit() and not ctx.word("modifier") and not named_day:
+        return None  # "morning" alone: no time
     day = _clock_day(ctx)
     if day is None:
-        return Reading("TIME", f"XXXX-XX-XXT{clock}", time=clock, anchored=True)
+        return Reading("TIME", f"XXXX-XX-XXT{clock}", anchored=True)
     shown = "24" if clock == "24:00" else clock
-    return Reading("TIME", f"{day.isoformat()}T{shown}", Period("day", day), anchored=True,
-                   time=clock)
+    return Reading("TIME", f"{day.isoformat()}T{shown}", Period("day", day), anchored=True)
 
 
 def _clock_day(ctx: Context) -> date | None:
@@ -443,8 +439,9 @@ def read_ago(ctx: Context) -> Reading | None:
         if grain == "year" and sign < 0:
             # "a few years ago": some year of the decade it reaches back into (199X).
             return Reading("DATE", f"{(ctx.reference.year - 3) // 10:03d}X", anchored=True)
-        return Reading("DATE", "FUTURE_REF" if sign > 0 else "PAST_REF", mod=_mod(ctx),
-                       anchored=True)
+        return Reading(
+            "DATE", "FUTURE_REF" if sign > 0 else "PAST_REF", mod=_mod(ctx), anchored=True
+        )
     base = ctx.reference
     anaphoric = not deictic and ctx.focus is not None
     if anaphoric and ctx.focus is not None:
@@ -458,7 +455,7 @@ def read_ago(ctx: Context) -> Reading | None:
     return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True, anaphoric=anaphoric)
 
 
-def _anchor_period(ctx: Context, grain: str, shift_word: str) -> Period | None:
+def _anchor_period(ctx: Context, grain: str, shift_word: str) -> Period:
     """The period "<shift> <unit>" names: anaphoric shifts ("the following year") count
     from the focus, the others ("last year", "next quarter") from the reference."""
     assert ctx.reference is not None
@@ -489,13 +486,13 @@ def read_shifted(ctx: Context) -> Reading | None:
     grain = UNIT_GRAINS.get(unit)
     if grain is None:
         return None
-    if grain == "day" and shift_word not in lang.anaphoric_shifts and (
-        lang.shifts.get(shift_word, 0) <= 0
+    if (
+        grain == "day"
+        and shift_word not in lang.anaphoric_shifts
+        and (lang.shifts.get(shift_word, 0) <= 0)
     ):
         return None  # "the next day" counts from the focus; "last day" is no date
     p = _anchor_period(ctx, grain, shift_word)
-    if p is None:
-        return None
     anaphoric = ctx.focus is not None and (
         shift_word in lang.anaphoric_shifts or shift_word in lang.latest_shifts
     )
@@ -520,8 +517,9 @@ def read_duration(ctx: Context) -> Reading | None:
         return None
     if amount is not None and ctx.word("half"):
         amount += 0.5
-    return Reading("DURATION", duration_value(amount, unit), mod=_mod(ctx), amount=amount,
-                   unit=unit)
+    return Reading(
+        "DURATION", duration_value(amount, unit), mod=_mod(ctx), amount=amount, unit=unit
+    )
 
 
 def _rate(ctx: Context) -> bool:
@@ -529,8 +527,9 @@ def _rate(ctx: Context) -> bool:
     if (ctx.word("amount") or "") not in ctx.lang.indefinite:
         return False
     before = ctx.before()
-    return bool(before) and (before[-1].isdigit() or before in ctx.lang.rate_words
-                             or before in ctx.lang.numbers)
+    return bool(before) and (
+        before[-1].isdigit() or before in ctx.lang.rate_words or before in ctx.lang.numbers
+    )
 
 
 def _fraction(ctx: Context, unit: str) -> bool:
@@ -538,8 +537,11 @@ def _fraction(ctx: Context, unit: str) -> bool:
     if unit != "Q":
         return False
     text = ctx.text
-    return (ctx.word("amount") in ctx.lang.indefinite or ctx.after() in ctx.lang.partitives
-            or ("-" in text and _plural(ctx)))
+    return (
+        ctx.word("amount") in ctx.lang.indefinite
+        or ctx.after() in ctx.lang.partitives
+        or ("-" in text and _plural(ctx))
+    )
 
 
 def _adjective(ctx: Context) -> bool:
@@ -611,8 +613,7 @@ def read_quarter(ctx: Context) -> Reading | None:
     if g.get("anaphor"):
         year -= 1  # "the year-ago third quarter"
     p = Period(grain, date(year, (n - 1) * months + 1, 1))
-    return Reading("DATE", p.value(), p, anchored=not year_text,
-                   anaphoric=bool(g.get("anaphor")))
+    return Reading("DATE", p.value(), p, anchored=not year_text, anaphoric=bool(g.get("anaphor")))
 
 
 def read_fiscal(ctx: Context) -> Reading | None:
@@ -638,27 +639,22 @@ def read_fiscal(ctx: Context) -> Reading | None:
 
 
 def read_season(ctx: Context) -> Reading | None:
-    lang = ctx.lang
-    code = lang.seasons.get(ctx.word("season") or "")
+    """ "the summer of 2012", "last fall", "this winter": the season of the year its
+    value names (winter 2013 runs from December 2012)."""
+    code = ctx.lang.seasons.get(ctx.word("season") or "")
     if code is None:
         return None
-    year_text = ctx.word("year")
-    shift_word = ctx.word("shift")
+    year_text, shift_word = ctx.word("year"), ctx.word("shift")
     if year_text:
         year = int(year_text)
     elif ctx.reference is None:
         return Reading("DATE", f"XXXX-{code}", anchored=True)
     else:
-        ref = ctx.reference
-        start_month = {"SP": 3, "SU": 6, "FA": 9, "WI": 12}[code]
-        shift = lang.shifts.get(shift_word) if shift_word else None
-        year = _pick_year(ctx, start_month, None, shift, 3)
-        if code == "WI" and ref.month <= 2 and shift is None:
-            year -= 1
-    start = date(year if code != "WI" else year, {"SP": 3, "SU": 6, "FA": 9, "WI": 12}[code], 1)
-    p = Period("season", start, code)
-    if code == "WI":
-        p = Period("season", date(year - 1, 12, 1), code) if year_text else p
+        # Placed by its months in the value's year (a winter: January and February).
+        month, months = (1, 2) if code == "WI" else (SEASON_MONTHS[code], 3)
+        shift = ctx.lang.shifts.get(shift_word) if shift_word else None
+        year = _pick_year(ctx, month, None, shift, months)
+    p = season(year, code)
     return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=not year_text)
 
 
@@ -719,8 +715,7 @@ def read_year(ctx: Context) -> Reading | None:
 def read_spoken_year(ctx: Context) -> Reading | None:
     """A year said in words: "nineteen ninety-one" (19|91), "two thousand (and) five"."""
     lang = ctx.lang
-    words = [w for w in _SPACES.split(ctx.word("spoken_year") or "")
-             if w not in lang.connectors]
+    words = [w for w in _SPACES.split(ctx.word("spoken_year") or "") if w not in lang.connectors]
     values = [lang.numbers.get(w) if w not in lang.multipliers else None for w in words]
     if any(lang.multipliers.get(w) == 1000 for w in words):
         year, current = 0, 0
@@ -766,7 +761,7 @@ def read_set(ctx: Context) -> Reading | None:
         month = month_number(lang, ctx.word("month"))
         return Reading("SET", f"XXXX-{month:02d}") if month else None
     unit = _unit(ctx)
-    if unit is None or unit in ("P", "H1") or _plural(ctx) and not ctx.word("amount"):
+    if unit is None or unit in ("P", "H1") or (_plural(ctx) and not ctx.word("amount")):
         return None
     amount = number(lang, ctx.word("amount")) if ctx.word("amount") else 1
     if ctx.word("times"):

@@ -59,8 +59,13 @@ class Timex:
 
     def as_dict(self) -> dict[str, object]:
         """CONTRACT §2.2's shape of one date of `telha detect --json`."""
-        return {"start": self.start, "end": self.end, "text": self.text, "type": self.type,
-                "value": self.value}
+        return {
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "type": self.type,
+            "value": self.value,
+        }
 
 
 def _lower(text: str) -> str:
@@ -148,8 +153,12 @@ class _Scan:
                 break
             word_start = edge - m.end() + m.start()
             word = m.group(2)[::-1]
-            if not (word in glue or word[0].isdigit() or word[0] == "("
-                    or (word[-1] == "." and word[:-1] in glue)):
+            if not (
+                word in glue
+                or word[0].isdigit()
+                or word[0] == "("
+                or (word[-1] == "." and word[:-1] in glue)
+            ):
                 break
             starts.append(word_start)
             edge = word_start
@@ -174,21 +183,18 @@ class _Scan:
         when the sentence has neither."""
         low = self.low
         left = max(0, start - 160)
-        for m in _SENTENCE_END.finditer(low, left, start):
-            left = m.end()
-        m = _SENTENCE_END.search(low, end, end + 120)
-        right = m.start() if m else min(len(low), end + 120)
+        for stop in _SENTENCE_END.finditer(low, left, start):
+            left = stop.end()
+        stop_after = _SENTENCE_END.search(low, end, end + 120)
+        right = stop_after.start() if stop_after else min(len(low), end + 120)
         best: tuple[int, int] | None = None
         for pattern, tense in ((self.g.future, FUTURE), (self.g.past, PAST)):
-            for found in pattern.finditer(low, left, start):
-                distance = start - found.end()
-                if best is None or distance < best[0]:
-                    best = (distance, tense)
-            found = pattern.search(low, end, right)
-            if found is not None:
-                distance = found.start() - end
-                if best is None or distance < best[0]:
-                    best = (distance, tense)
+            distances = [start - m.end() for m in pattern.finditer(low, left, start)]
+            after = pattern.search(low, end, right)
+            if after is not None:
+                distances.append(after.start() - end)
+            if distances and (best is None or min(distances) < best[0]):
+                best = (min(distances), tense)
         return best[1] if best else None
 
     # --- reading one head -------------------------------------------------------------
@@ -200,7 +206,7 @@ class _Scan:
         head_start, head_end, kinds = head
         low = self.low
         for start in self.starts(head_start, floor):
-            found = []
+            found: list[tuple[int, int, re.Match[str], str]] = []
             for rule in self.g.rules_for(kinds, low[start]):
                 m = rule.pattern.match(low, start)
                 if m is not None and m.end() >= head_end:
@@ -279,8 +285,10 @@ def tag(text: str, *, reference: date | None = None, lang: str = "en") -> list[T
             continue
         if timex is None:
             continue
-        if pending is None or timex.start < pending.start or (
-            timex.start == pending.start and timex.end > pending.end
+        if (
+            pending is None
+            or timex.start < pending.start
+            or (timex.start == pending.start and timex.end > pending.end)
         ):
             pending = timex
         elif timex.start >= pending.end:

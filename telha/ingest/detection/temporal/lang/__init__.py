@@ -95,6 +95,11 @@ class Language:
 REGISTERED: dict[str, Language] = {}
 
 
+def words(text: str) -> frozenset[str]:
+    """A set of words written as one string, separated by white space."""
+    return frozenset(text.split())
+
+
 def language(code: str) -> Language:
     """The table of a language by its code ("en", "de", or one registered)."""
     from . import de, en
