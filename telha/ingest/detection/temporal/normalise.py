@@ -123,12 +123,14 @@ def number(lang: Language, text: str | None) -> float | None:
 
 
 def month_number(lang: Language, text: str | None) -> int | None:
+    """1-12 for a month name or abbreviation of the language ("Sept." included)."""
     if text is None:
         return None
     return lang.months.get(text.rstrip("."))
 
 
 def day_number(lang: Language, text: str | None) -> int | None:
+    """The day of the month in digits ("12th") or as an ordinal word ("twelfth")."""
     if text is None:
         return None
     digits = _DIGITS.match(text)
@@ -138,6 +140,7 @@ def day_number(lang: Language, text: str | None) -> int | None:
 
 
 def safe_date(year: int, month: int, day: int) -> date | None:
+    """The date, or None when there is no such day (31 February)."""
     try:
         return date(year, month, day)
     except ValueError:
@@ -211,6 +214,7 @@ def _nearest_year(ctx: Context, month: int, day: int | None, months: int = 1) ->
 
 
 def read_iso(ctx: Context) -> Reading | None:
+    """2013-03-22 (DATE) and 2013-03-22T14:00:00Z (TIME, to the minute)."""
     g = ctx.groups
     d = safe_date(int(g["iso_year"] or 0), int(g["iso_month"] or 0), int(g["iso_day"] or 0))
     if d is None:
@@ -314,6 +318,7 @@ def _with_part(ctx: Context, d: date | None, reading: Reading) -> Reading:
 
 
 def read_weekday(ctx: Context) -> Reading | None:
+    """ "Friday", "last Monday", "next Friday", "Friday morning" (see `_weekday_date`)."""
     lang = ctx.lang
     weekday = lang.weekdays.get(ctx.word("weekday") or "")
     if weekday is None:
@@ -676,6 +681,7 @@ def read_decade(ctx: Context) -> Reading | None:
 
 
 def read_century(ctx: Context) -> Reading | None:
+    """ "the 20th century": 19."""
     word = ctx.word("ordinal") or ""
     digits = _DIGITS.match(word)
     n = int(digits.group(0)) if digits else ctx.lang.ordinals.get(word, 0)
@@ -739,6 +745,7 @@ def read_spoken_year(ctx: Context) -> Reading | None:
 
 
 def read_reference(ctx: Context) -> Reading | None:
+    """ "now", "currently" (PRESENT_REF), "recently" (PAST_REF), "the near future"."""
     value = ctx.lang.references.get(ctx.word("reference") or "")
     return Reading("DATE", value, anchored=True) if value else None
 
