@@ -180,8 +180,8 @@ def _pick_year(
 
 def _nearest_year(ctx: Context, month: int, day: int | None, months: int = 1) -> int:
     """The year that puts the day (or the middle of the period) nearest the reference;
-    when two years are about as near, or the nearest is far (over 90 days a month) on
-    the side the sentence's tense denies, the tense decides."""
+    when two years are about as near, or the nearest is far (over 90 days) on the side
+    the sentence's tense denies, the tense decides."""
     ref = ctx.reference
     assert ref is not None
     options: list[tuple[int, int, int]] = []  # (distance, year, signed days from ref)
@@ -197,7 +197,7 @@ def _nearest_year(ctx: Context, month: int, day: int | None, months: int = 1) ->
         return ref.year
     distance, nearest, signed = options[0]
     close = len(options) > 1 and options[1][0] - distance <= 16 * months
-    if not close and distance <= 90 * months:
+    if not close and distance <= 90:
         return nearest
     tense = ctx.tense()
     if close:
@@ -634,7 +634,7 @@ def read_fiscal(ctx: Context) -> Reading | None:
         shift = ctx.lang.shifts.get(ctx.word("shift") or "", 0)
         if not ctx.word("shift"):
             if not _definite(ctx):
-                return None
+                return None  # "a fiscal year": no year in particular
             return Reading("DURATION", "P1Y", amount=1, unit="Y")
         year = ctx.reference.year + shift
     else:

@@ -173,12 +173,14 @@ UNIT_GRAINS = {
 
 def duration_value(amount: float | None, unit: str) -> str:
     """P3Y, PT2H, P2Y6M, PXD: `amount` of `unit` (None: unstated). Decades and centuries
-    are written in years (P10Y), as TimeBank does; a fraction goes to the next unit
-    down where there is one (2 1/2 years: P2Y6M)."""
+    are written in years (P10Y) and quarters in months (P9M), as TimeBank does; a
+    fraction goes to the next unit down where there is one (2 1/2 years: P2Y6M)."""
     if unit == "2W":
         amount, unit = (amount * 2 if amount is not None else None), "W"
     if unit in ("DE", "CE", "ML") and amount is not None:
         amount, unit = amount * {"DE": 10, "CE": 100, "ML": 1000}[unit], "Y"
+    if unit == "Q":  # ISO 8601 has no quarter designator: three months each
+        amount, unit = (amount * 3 if amount is not None else None), "M"
     time = unit in ("H", "MIN", "S")
     head = "PT" if time else "P"
     code = DURATION_UNITS.get(unit, unit)

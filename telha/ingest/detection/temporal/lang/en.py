@@ -71,7 +71,9 @@ NUMBERS.update(
         for u, unit in enumerate(_UNITS[1:10], start=1)
     }
 )
-NUMBERS.update({"a": 1, "an": 1, "a single": 1, "a couple of": 2, "a couple": 2, "a dozen": 12})
+NUMBERS.update(
+    {"a": 1, "an": 1, "a single": 1, "a couple of": 2, "couple of": 2, "a couple": 2, "a dozen": 12}
+)
 NUMBERS.update({"a hundred": 100, "one hundred": 100, "a thousand": 1000, "two thousand": 2000})
 _ORDINAL_WORDS = [
     "first",
@@ -301,7 +303,7 @@ RULES = (
     ),
     Rule(
         "ago",
-        r"(?:{approximation}\s+)?{amount}(?:\s+more)?[\s-]+{unit}\s+"
+        r"(?:{approximation}\s+)?{amount}(?:\s+more)?[\s-]+{unit}(?:\s+or\s+so)?\s+"
         r"(?P<direction>ago|earlier|back|hence|from\s+now|from\s+today)(?![\w-])",
         heads=("unit",),
     ),
@@ -443,7 +445,7 @@ LANGUAGE = Language(
     ),
     ambiguous=frozenset(["may", "march", "second", "seconds", "fall", "spring"]),
     future_markers=(
-        r"\b(?:will|won't|shall|'ll|going to|scheduled to|set to|is to|are to|due to|"
+        r"\b(?:will|won't|shall|'ll|going to|(?<!been )(?:scheduled|set|due) to|is to|are to|"
         r"plans? to|intends? to|expects? to|tomorrow)\b"
     ),
     past_markers=(
