@@ -82,8 +82,9 @@ FOUND = [
     ),
     (
         "year-earlier-quarter",
-        "A third-quarter loss, against a profit a year earlier.",
-        [("third-quarter", "DATE", "2013-Q3"), ("a year earlier", "DATE", "2012-Q3")],
+        # reported in March: the third quarter past
+        "It reported a third-quarter loss, against a profit a year earlier.",
+        [("third-quarter", "DATE", "2012-Q3"), ("a year earlier", "DATE", "2011-Q3")],
     ),
     # counted back from the reference
     ("weeks-ago", "Two weeks ago the goods shipped.", [("Two weeks ago", "DATE", "2013-W10")]),
@@ -115,7 +116,7 @@ FOUND = [
     ("later-is-a-signal", "Three days later it fell.", [("Three days", "DURATION", "P3D")]),
     # sets
     ("weekly", "Backups run weekly.", [("weekly", "SET", "P1W")]),
-    ("every-quarter", "It is reviewed every quarter.", [("every quarter", "SET", "P1Q")]),
+    ("every-quarter", "It is reviewed every quarter.", [("every quarter", "SET", "P3M")]),
     ("every-other", "every other week", [("every other week", "SET", "P2W")]),
     ("twice-a-year", "It meets twice a year.", [("twice a year", "SET", "P1Y")]),
     ("each-weekday", "It runs each Thursday.", [("each Thursday", "SET", "XXXX-WXX-4")]),
