@@ -2,9 +2,11 @@
 structure, never by a stopwatch (speed is measured by `make bench`):
 
 1. No pattern the tagger runs can backtrack catastrophically: none has a repetition
-   inside an unbounded repetition (star height ≤ 1), the shape behind exponential and
-   polynomial backtracking. Checked on the parsed form of every compiled pattern, for
-   every language.
+   inside an unbounded repetition (star height ≤ 1), the shape behind exponential
+   backtracking, nor two unbounded repetitions of overlapping characters with only
+   optional items between them (`\\s*\n?\\s*`), the shape behind quadratic backtracking
+   over a long run. Checked on the parsed form of every compiled pattern — the prefilter,
+   every rule of every language, the tagger's own helpers.
 2. The work is linear in the text: the number of rule matches attempted (each one
    anchored at a word near a head) doubles — no more — when adversarial input doubles:
    long runs of digits, spaces, hyphens, month names, years, glue words…
@@ -12,6 +14,7 @@ structure, never by a stopwatch (speed is measured by `make bench`):
    generous timeout. Its only job is to fail instead of hanging if (1) or (2) were ever
    wrong; it asserts nothing about speed."""
 
+import re
 import subprocess
 import sys
 from dataclasses import replace
@@ -34,6 +37,7 @@ except ImportError:  # pragma: no cover
 REPO = Path(__file__).resolve().parents[2]
 ADVERSARIAL = {
     "digits": "1",
+    "spaces-after-punctuation": ";" + " " * 200 + "June ",
     "digit-tokens": "1 ",
     "years": "2026 ",
     "months": "June ",
@@ -78,6 +82,89 @@ def _star_height(items, unbounded_above: bool) -> int:
     return worst
 
 
+def _class_of(items) -> set[int] | None:
+    """The characters (code points; ASCII for categories) one item matches, if simple."""
+    if len(items) != 1:
+        return None
+    op, av = items[0]
+    if op is sre_constants.LITERAL:
+        return {av}
+    if op is not sre_constants.IN:
+        return None
+    chars: set[int] = set()
+    for kind, value in av:
+        if kind is sre_constants.LITERAL:
+            chars.add(value)
+        elif kind is sre_constants.RANGE:
+            chars.update(range(value[0], value[1] + 1))
+        elif kind is sre_constants.CATEGORY:
+            chars.update(c for c in range(128) if re.match(_CATEGORY[value], chr(c)))
+        else:
+            return None
+    return chars
+
+
+_CATEGORY = {
+    sre_constants.CATEGORY_DIGIT: r"\d",
+    sre_constants.CATEGORY_SPACE: r"\s",
+    sre_constants.CATEGORY_WORD: r"\w",
+    sre_constants.CATEGORY_NOT_DIGIT: r"\D",
+    sre_constants.CATEGORY_NOT_SPACE: r"\S",
+    sre_constants.CATEGORY_NOT_WORD: r"\W",
+}
+
+
+def _nullable(op, av) -> bool:
+    if op in (sre_constants.AT, sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+        return True
+    return op in REPEATS and av[0] == 0
+
+
+def _overlapping_runs(items) -> list[str]:
+    """Two unbounded repetitions of overlapping characters with only optional items
+    between them, in any sequence of the pattern (each found as text)."""
+    found: list[str] = []
+    before: set[int] | None = None  # the last unbounded run's characters, if still open
+    for op, av in items:
+        if op in REPEATS:
+            _, high, sub = av
+            chars = _class_of(list(sub)) if high == sre_constants.MAXREPEAT else None
+            if chars is not None and before is not None and chars & before:
+                found.append(str(sub))
+            found += _overlapping_runs(sub)
+            if chars is not None:
+                before = chars
+                continue
+            if av[0] == 0:
+                inner = _first_run(sub)
+                if inner is not None and before is not None and inner & before:
+                    found.append(str(sub))
+                continue
+            before = None
+        elif op is sre_constants.SUBPATTERN:
+            found += _overlapping_runs(av[-1])
+            before = None
+        elif op is sre_constants.BRANCH:
+            for branch in av[1]:
+                found += _overlapping_runs(branch)
+            before = None
+        elif not _nullable(op, av):
+            before = None
+    return found
+
+
+def _first_run(items) -> set[int] | None:
+    """The characters of an unbounded run an optional group opens with, if it does."""
+    for op, av in items:
+        if op in REPEATS and av[1] == sre_constants.MAXREPEAT:
+            return _class_of(list(av[2]))
+        if op is sre_constants.LITERAL:
+            return None
+        if not _nullable(op, av):
+            return None
+    return None
+
+
 def _patterns(code: str):
     g = grammar(code)
     yield "prefilter", g.prefilter.pattern
@@ -85,6 +172,8 @@ def _patterns(code: str):
     for rules in g.rules.values():
         for rule in rules:
             yield f"{rule.kind}#{rule.index}", rule.pattern.pattern
+    for name in ("_BACK", "_SENTENCE_END", "_NEXT_WORD"):
+        yield name, getattr(tagger_module, name).pattern
 
 
 @pytest.mark.parametrize("code", ["en", "de"])
@@ -93,11 +182,21 @@ def test_no_repetition_inside_an_unbounded_repetition(code):
         assert _star_height(sre_parse.parse(pattern), False) == 0, name
 
 
-def test_the_star_height_check_is_not_vacuous():
+@pytest.mark.parametrize("code", ["en", "de"])
+def test_no_two_runs_of_the_same_characters_side_by_side(code):
+    for name, pattern in _patterns(code):
+        assert _overlapping_runs(sre_parse.parse(pattern)) == [], name
+
+
+def test_the_structure_checks_are_not_vacuous():
     assert _star_height(sre_parse.parse(r"(?:a+)+b"), False) == 1
     assert _star_height(sre_parse.parse(r"(?:\s+x)*"), False) == 1
     assert _star_height(sre_parse.parse(r"(?:\s+x){1,3}"), False) == 0
     assert _star_height(sre_parse.parse(r"a+\s+b+"), False) == 0
+    assert _overlapping_runs(sre_parse.parse(r"([ \t]*\n?[ \t]*)x")) != []
+    assert _overlapping_runs(sre_parse.parse(r"\s+(?:\s*y)?z")) != []
+    assert _overlapping_runs(sre_parse.parse(r"\s*(?:\n\s*)?x")) == []
+    assert _overlapping_runs(sre_parse.parse(r"a+\s+b+")) == []
 
 
 class _Counting:
@@ -118,7 +217,7 @@ def _attempts(monkeypatch, text: str) -> int:
         kind: tuple(replace(r, pattern=_Counting(r.pattern, counter)) for r in rules)
         for kind, rules in g.rules.items()
     }
-    instrumented = replace(g, rules=counted, by_kinds={})
+    instrumented = replace(g, rules=counted, by_start={})
     monkeypatch.setattr(tagger_module, "grammar", lambda code: instrumented)
     tag(text, reference=date(2026, 1, 1))
     return counter[0]

@@ -23,7 +23,7 @@ MAX_LEFT_WORDS = 6
 # most one line break) and the word. A word ends going leftwards at white space or
 # punctuation, but not at the "." of "Jan." or "5.8", the "/" of "1/2", the ":" of
 # "10:30", the "," of "1,000" or the parentheses of "(3)".
-_BACK = re.compile(r"([ \t\r-]*\n?[ \t\r-]*)([^ \t\n\r\-;!?\"\[\]{}\u201c\u201d]+)")
+_BACK = re.compile(r"([ \t\r-]*(?:\n[ \t\r-]*)?)([^ \t\n\r\-;!?\"\[\]{}\u201c\u201d]+)")
 _SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
 _NEXT_WORD = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\W\d_][\w'-]*)?")
 
@@ -34,8 +34,9 @@ class Timex:
     DURATION, SET) and `value`. For a DATE or TIME, `period` is the calendar period it
     names (None for PRESENT_REF and the like), so `day` is the calendar day when the
     value has day precision; `anchored` says the value was resolved against the
-    reference date or an earlier date of the text, `kind` which rule read it, `mod`
-    TimeML's modifier (START, APPROX…); a DURATION/SET has its `amount` and `unit`."""
+    reference date or an earlier date of the text (`anaphoric`: the earlier date),
+    `kind` which rule read it, `mod` TimeML's modifier (START, APPROX…); a DURATION or
+    SET has its `amount` and `unit`."""
 
     start: int
     end: int
