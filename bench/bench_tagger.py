@@ -13,7 +13,8 @@
 2. Speed: megabytes of text per second tagged in this process — the CUAD contracts
    (`CUAD_TXT_DIR`, default ../shared/corpora/cuad-dev/txt; 245 SEC contracts, CC BY
    4.0) and the TBAQ articles — best of BENCH_TAGGER_ROUNDS (3) passes after a warm-up,
-   wall time. Target ≥ 10 MB/s on the contracts.
+   by the process's CPU time (wall time beside it: on a shared machine the wall clock
+   counts the other work too). Target ≥ 10 MB/s on the contracts.
 """
 
 from __future__ import annotations
@@ -88,23 +89,28 @@ def _texts(folder: Path) -> list[str]:
 
 
 def _speed(texts: list[str], reference: date | list[date]) -> dict[str, Any]:
-    """MB/s tagging `texts` (UTF-8 size), the best of ROUNDS passes after a warm-up."""
+    """MB/s tagging `texts` (UTF-8 size) in this process, the best of ROUNDS passes after
+    a warm-up: by the process's CPU time (what the target is checked on: other work on
+    the machine inflates it least) and by wall time."""
     from telha.ingest.detection.temporal import tag
 
     references = reference if isinstance(reference, list) else [reference] * len(texts)
     size = sum(len(t.encode("utf-8")) for t in texts)
     tag(texts[0][:20_000], reference=references[0])  # compile the grammar, warm caches
-    best = float("inf")
+    best_cpu = best_wall = float("inf")
     found = 0
     for _ in range(ROUNDS):
-        started = time.perf_counter()
+        wall, cpu = time.perf_counter(), time.process_time()
         found = sum(len(tag(t, reference=r)) for t, r in zip(texts, references, strict=True))
-        best = min(best, time.perf_counter() - started)
+        best_cpu = min(best_cpu, time.process_time() - cpu)
+        best_wall = min(best_wall, time.perf_counter() - wall)
     return {
         "documents": len(texts),
         "megabytes": round(size / 1e6, 2),
-        "seconds": round(best, 3),
-        "mb_per_second": round(size / 1e6 / best, 1),
+        "cpu_seconds": round(best_cpu, 3),
+        "wall_seconds": round(best_wall, 3),
+        "mb_per_second": round(size / 1e6 / best_cpu, 1),
+        "mb_per_second_wall": round(size / 1e6 / best_wall, 1),
         "timexes": found,
     }
 
@@ -155,10 +161,12 @@ def _summary(figures: dict[str, Any]) -> str:
             f"TBAQ strict F1 {q['strict_f1']}, relaxed {q['relaxed_f1']}, value {q['value_f1']} "
             f"({q['gold']} gold timexes)"
         )
-    if "cuad_speed" in figures:
-        parts.append(f"contracts {figures['cuad_speed']['mb_per_second']} MB/s")
-    if "tbaq_speed" in figures:
-        parts.append(f"news {figures['tbaq_speed']['mb_per_second']} MB/s")
+    for key, name in (("cuad_speed", "contracts"), ("tbaq_speed", "news")):
+        if key in figures:
+            speed = figures[key]
+            parts.append(
+                f"{name} {speed['mb_per_second']} MB/s CPU ({speed['mb_per_second_wall']} wall)"
+            )
     return "; ".join(parts) or "skipped: no corpus"
 
 
