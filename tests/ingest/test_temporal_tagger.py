@@ -177,6 +177,12 @@ def test_without_a_reference_relative_values_stay_unresolved(text, expected):
     assert tagged(text, reference=None) == expected
 
 
+def test_an_anaphoric_value_counts_from_the_date_last_named():
+    [year, following] = tag("It opened in 2009; the following year it doubled.", reference=REF)
+    assert following.anaphoric and following.anchor == date(2009, 1, 1)
+    assert not year.anaphoric and year.anchor is None
+
+
 def test_the_reference_moves_every_relative_value():
     text = "Signed yesterday, effective next quarter, reviewed in two weeks' time."
     assert tagged(text, reference=date(2026, 12, 31))[:2] == [
@@ -195,8 +201,10 @@ def test_a_timex_carries_what_detection_needs():
         "date",
         Period("day", date(2026, 6, 12)),
     )
-    assert quarter.anchored and quarter.day is None
+    assert quarter.anchored and quarter.day is None and quarter.anchor == REF
+    assert quarter.grain == "quarter" and day.grain == "day" and duration.grain == ""
     assert (quarter.period.start, quarter.period.end) == (date(2013, 4, 1), date(2013, 7, 1))
+    assert day.anchor is None  # written in full: counted from nothing
     assert (duration.amount, duration.unit, duration.period) == (3, "Y", None)
     assert day.as_dict() == {
         "start": 7,

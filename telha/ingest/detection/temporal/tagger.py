@@ -34,9 +34,9 @@ class Timex:
     DURATION, SET) and `value`. For a DATE or TIME, `period` is the calendar period it
     names (None for PRESENT_REF and the like), so `day` is the calendar day when the
     value has day precision; `anchored` says the value was resolved against the
-    reference date or an earlier date of the text (`anaphoric`: the earlier date),
-    `kind` which rule read it, `mod` TimeML's modifier (START, APPROX…); a DURATION or
-    SET has its `amount` and `unit`."""
+    reference date or an earlier date of the text (`anaphoric`: the earlier date; `anchor`:
+    the date counted from), `kind` which rule read it, `mod` TimeML's modifier (START,
+    APPROX…); a DURATION or SET has its `amount` and `unit`."""
 
     start: int
     end: int
@@ -50,6 +50,12 @@ class Timex:
     amount: float | None = None
     unit: str = ""
     anaphoric: bool = False
+    anchor: date | None = None  # the date a resolved value was counted from
+
+    @property
+    def grain(self) -> str:
+        """The value's granularity: day, week, month, quarter, year… ("" when none)."""
+        return self.period.grain if self.period is not None else ""
 
     @property
     def day(self) -> date | None:
@@ -245,7 +251,17 @@ class _Scan:
             amount=reading.amount,
             unit=reading.unit,
             anaphoric=reading.anaphoric,
+            anchor=self._anchor(reading),
         )
+
+    def _anchor(self, reading: Reading) -> date | None:
+        """What a resolved value counted from: the focus's first day for an anaphoric
+        one, else the reference date."""
+        if not reading.anchored:
+            return None
+        if reading.anaphoric and self.focus is not None:
+            return self.focus.start
+        return self.reference
 
     def commit(self, timex: Timex) -> Timex:
         """Accept an expression: a date it names becomes the focus of what follows."""
