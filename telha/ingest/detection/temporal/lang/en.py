@@ -446,7 +446,8 @@ LANGUAGE = Language(
     ambiguous=frozenset(["may", "march", "second", "seconds", "fall", "spring"]),
     future_markers=(
         r"\b(?:will|won't|shall|'ll|going to|(?<!been )(?:scheduled|set|due) to|is to|are to|"
-        r"plans? to|intends? to|expects? to|tomorrow)\b"
+        r"(?:plan|intend|expect|hope|aim)(?:s|ed|ing)? to|is expected|are expected|until|"
+        r"till|as soon as|no later than|not later than|tomorrow)\b"
     ),
     past_markers=(
         r"\b(?:said|says|was|were|had|did|ago|last|yesterday|earlier|reported|announced|"
