@@ -35,15 +35,14 @@ _PUNCTUATION = "()[]{}\"',;:!?\u201c\u201d\u2018\u2019"
 
 
 def previous_word(scan: "_Scan", start: int) -> str:
-    """The word before `start` (lower case, outer punctuation stripped), or ""."""
+    """The word before `start` (lower case, outer punctuation stripped), or "" when
+    `start` does not begin a word."""
+    if start == 0:
+        return ""
+    if not (scan.low[start - 1].isspace() or scan.low[start - 1] in _PUNCTUATION):
+        return ""
     words = scan.low[max(0, start - 32) : start].split()
-    return (
-        words[-1].strip(_PUNCTUATION)
-        if words
-        and start > 0
-        and (scan.low[start - 1].isspace() or scan.low[start - 1] in _PUNCTUATION)
-        else ""
-    )
+    return words[-1].strip(_PUNCTUATION) if words else ""
 
 
 def _part_of_longer_number(low: str, start: int, end: int) -> bool:

@@ -3,9 +3,10 @@ head words (month and weekday names, units, deictic and reference words…) and 
 digit shapes that can be dates, and the phrase rules indexed by the kind of head they
 contain, each compiled once.
 
-No pattern has a quantified group inside another quantified group: every repetition is
-of a character class, a literal word list or a fixed sequence, so matching is linear in
-the characters it looks at (see tests/ingest/test_temporal_speed.py)."""
+No pattern has a repetition inside an unbounded repetition, nor two unbounded runs of
+the same characters side by side: what repeats without bound is a character class, so
+matching is linear in the characters it looks at (checked on every compiled pattern by
+tests/ingest/test_temporal_speed.py)."""
 
 import re
 import string
@@ -18,7 +19,7 @@ from typing import Any
 
 from .lang import REGISTERED, Language, Rule, language
 
-# A separator inside a phrase: spaces, or a hyphen ("third-quarter", "mid-1990s").
+# The end of a word: no letter follows ("may", not "mayor"; a digit or "-" may follow).
 LETTER_BOUNDARY = r"(?![^\W\d_])"
 
 
@@ -52,12 +53,15 @@ def _number_slot(lang: Language) -> str:
 
 
 def _spoken_year_slot(lang: Language) -> str:
-    """A year said in words ("nineteen ninety-one", "two thousand"): number words."""
+    """A year said in words ("nineteen ninety-one", "two thousand and five"): two to
+    four number words, multipliers ("thousand") and connectors ("and")."""
     words = _words(w for w in lang.numbers if " " not in w and w.isalpha())
-    return rf"(?:{words})(?:[\s-]+(?:{words}|hundred|thousand|and)){{1,3}}{LETTER_BOUNDARY}"
+    more = _words([*lang.multipliers, *lang.connectors]) or "(?!)"
+    return rf"(?:{words})(?:[\s-]+(?:{words}|{more})){{1,3}}{LETTER_BOUNDARY}"
 
 
 def _day_slot(lang: Language) -> str:
+    """A day of the month: 1-31 in digits, maybe with its suffix ("12th"), or a word."""
     days = _words(w for w, n in lang.ordinals.items() if 1 <= n <= 31)
     return rf"(?:(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?!\d)|(?:{days}){LETTER_BOUNDARY})"
 
