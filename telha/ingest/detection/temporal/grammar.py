@@ -24,10 +24,10 @@ LETTER_BOUNDARY = r"(?![^\W\d_])"
 
 
 def _words(entries: Iterable[str]) -> str:
-    """An alternation of vocabulary entries, longest first (so "years" before "year");
-    a space in an entry matches any white space or a hyphen."""
-    escaped = sorted({e for e in entries}, key=lambda e: (-len(e), e))
-    return "|".join(re.escape(e).replace(r"\ ", r"[\s-]+") for e in escaped)
+    """An alternation of vocabulary entries as a trie (`trie_pattern`: each character
+    tested once, the longest entry first); a space in an entry matches any white space
+    or a hyphen."""
+    return trie_pattern(entries)
 
 
 def _month_slot(lang: Language) -> str:
@@ -180,7 +180,8 @@ def head_kind(token: str) -> str:
 
 def trie_pattern(words: Iterable[str]) -> str:
     """An alternation of `words` as a trie ("day(?:s)?|dec(?:ade(?:s)?|ember)?…"): the
-    engine tests each character once instead of every word."""
+    engine tests each character once instead of every word, and a longer word is tried
+    before its prefix. A space matches any white space or a hyphen."""
     root: dict[str, dict] = {}
     for word in words:
         node = root
@@ -189,12 +190,16 @@ def trie_pattern(words: Iterable[str]) -> str:
         node[""] = {}
 
     def emit(node: dict[str, dict]) -> str:
-        branches = [re.escape(c) + emit(child) for c, child in sorted(node.items()) if c]
+        branches = [
+            (r"[\s-]+" if c == " " else re.escape(c)) + emit(child)
+            for c, child in sorted(node.items())
+            if c
+        ]
         if not branches:
             return ""
         body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
         if "" in node:
-            return f"(?:{body})?" if len(branches) == 1 and len(body) > 1 else body + "?"
+            return f"(?:{body})?"
         return body
 
     return emit(root)
