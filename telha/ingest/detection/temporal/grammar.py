@@ -30,14 +30,19 @@ def _words(entries: Iterable[str]) -> str:
     return trie_pattern(entries)
 
 
-def _month_slot(lang: Language) -> str:
-    """Month names; an abbreviation ("Jan", "Sept") may carry its dot."""
-    full = {
+def _abbreviations(lang: Language) -> set[str]:
+    """The month names that abbreviate a longer one of the same month ("Sept")."""
+    return {
         n
         for n, i in lang.months.items()
-        if not any(o != n and o.startswith(n) and lang.months[o] == i for o in lang.months)
+        if any(o != n and o.startswith(n) and lang.months[o] == i for o in lang.months)
     }
-    short = set(lang.months) - full
+
+
+def _month_slot(lang: Language) -> str:
+    """Month names; an abbreviation ("Jan", "Sept") may carry its dot."""
+    short = _abbreviations(lang)
+    full = set(lang.months) - short
     return f"(?:{_words(full)}|(?:{_words(short)})\\.?){LETTER_BOUNDARY}"
 
 
@@ -232,6 +237,7 @@ class Grammar:
     future: re.Pattern[str]
     past: re.Pattern[str]
     exclusions: Mapping[str, re.Pattern[str]]
+    month_abbreviations: frozenset[str] = frozenset()
     digit_kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     by_start: dict[tuple[frozenset[str], str], tuple[CompiledRule, ...]] = field(
@@ -406,6 +412,7 @@ def grammar(code: str = "en") -> Grammar:
         past=re.compile(lang.past_markers),
         exclusions={word: re.compile(p) for word, p in lang.exclusions.items()},
         digit_kinds={k: frozenset([k]) for k in DIGIT_KINDS},
+        month_abbreviations=frozenset(_abbreviations(lang)),
     )
 
 

@@ -6,9 +6,8 @@ ones ("the following year", "a year earlier"), against the last date the text na
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 from datetime import date, timedelta
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from .lang import Language
 from .periods import (
@@ -44,8 +43,7 @@ class Impossible(Exception):
         self.end = end
 
 
-@dataclass
-class Reading:
+class Reading(NamedTuple):
     """What a match means: TIMEX3 type and value, plus what detection uses."""
 
     type: str
@@ -68,20 +66,26 @@ class Around(Protocol):
     def next_word(self, end: int) -> str: ...
 
 
-@dataclass
 class Context:
     """What a reader may use besides its match: the language, the reference date (None:
     values stay unresolved, e.g. XXXX-06-12), the last period the text named (the
     focus), the match's groups and text, and — only when a reader asks — the tense of
     the sentence around the match and the words just before and after it."""
 
-    lang: Language
-    reference: date | None
-    focus: Period | None
-    groups: dict[str, str | None]
-    text: str
-    span: tuple[int, int]
-    around: Around
+    __slots__ = ("around", "focus", "groups", "lang", "reference", "span", "text")
+
+    def __init__(
+        self,
+        lang: Language,
+        reference: date | None,
+        focus: Period | None,
+        groups: dict[str, str | None],
+        text: str,
+        span: tuple[int, int],
+        around: Around,
+    ) -> None:
+        self.lang, self.reference, self.focus = lang, reference, focus
+        self.groups, self.text, self.span, self.around = groups, text, span, around
 
     def word(self, name: str) -> str | None:
         """A group's words with their spacing made single ("twenty  four" → "twenty
@@ -108,6 +112,8 @@ def number(lang: Language, text: str | None) -> float | None:
     vague one ("several")."""
     if text is None:
         return None
+    if text.isdigit():
+        return float(text)
     text = _REPEAT.sub("", text.strip())
     if _THOUSANDS.fullmatch(text):
         return float(text.replace(",", ""))  # 1,000

@@ -10,10 +10,10 @@ words ("May" the modal, "march" the verb, "a second", "fall") and numbers that a
 section numbers, amounts or parts of longer numbers are refused here."""
 
 import re
-from dataclasses import dataclass
 from datetime import date
+from typing import NamedTuple
 
-from .filters import acceptable, previous_word, trimmed
+from .filters import acceptable, modifies_noun, previous_word, trimmed
 from .grammar import Grammar, grammar, head_kind
 from .normalise import FUTURE, PAST, READERS, Context, Impossible, Reading
 from .periods import Period
@@ -28,15 +28,15 @@ _SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
 _NEXT_WORD = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\W\d_][\w'-]*)?")
 
 
-@dataclass(frozen=True)
-class Timex:
+class Timex(NamedTuple):
     """A temporal expression: where it is in the text and its TIMEX3 `type` (DATE, TIME,
     DURATION, SET) and `value`. For a DATE or TIME, `period` is the calendar period it
     names (None for PRESENT_REF and the like), so `day` is the calendar day when the
     value has day precision; `anchored` says the value was resolved against the
     reference date or an earlier date of the text (`anaphoric`: the earlier date; `anchor`:
     the date counted from), `kind` which rule read it, `mod` TimeML's modifier (START,
-    APPROX…); a DURATION or SET has its `amount` and `unit`."""
+    APPROX…); a DURATION or SET has its `amount` and `unit`. Immutable (a named tuple:
+    one is made for every expression of a text, and a tuple is the cheapest to make)."""
 
     start: int
     end: int
@@ -120,12 +120,19 @@ class _Scan:
 
     def viable(self, word: str, start: int, end: int) -> bool:
         """A cheap first look at a head that is also an ordinary word: "may" and "march"
-        in lower case need a number beside them; a guarded word ("the past", "30
-        seconds") the word its language table says must come before it."""
+        in lower case, and a month's abbreviation, need a number beside them; a
+        frequency word modifying a noun is no time ("the quarterly dividend"); a guarded
+        word ("the past", "30 seconds") needs the word its table says must come before."""
         lang = self.g.lang
         exclusion = self.g.exclusions.get(word)
         if exclusion is not None and exclusion.match(self.low, start):
             return False
+        if word in self.g.month_abbreviations:  # "Dec" alone is a name or a stray token
+            after = self.low[end : end + 4].lstrip(". ,-")
+            before = self.low[max(0, start - 2) : start].rstrip(" -")
+            return after[:1].isdigit() or before[-1:].isdigit()
+        if word in lang.sets and modifies_noun(self, end):
+            return False  # "the quarterly dividend"
         if word in lang.ambiguous and word in lang.months:
             written = self.text[start:end]
             if written[0].isupper() and not written.isupper():
