@@ -115,8 +115,15 @@ class _Scan:
                 if self.viable(token, start, end):
                     found.append((start, end, kinds))
             elif not token[0].isalpha() or token[1:2].isdigit() or token.startswith("fy"):
-                found.append((start, end, digit_kinds[head_kind(token)]))
+                kind = head_kind(token)
+                if kind == "year" and not (1000 <= int(token) <= 2199 and self._bare(start)):
+                    continue  # "9800 S Ridgeland Ave", "$2026": no year starts here
+                found.append((start, end, digit_kinds[kind]))
         return found
+
+    def _bare(self, start: int) -> bool:
+        """Whether the digits at `start` follow no currency sign or label character."""
+        return start == 0 or self.low[start - 1] not in "$€£¥#§"
 
     def viable(self, word: str, start: int, end: int) -> bool:
         """A cheap first look at a head that is also an ordinary word: "may" and "march"
