@@ -19,6 +19,7 @@ from .normalise import FUTURE, PAST, READERS, Context, Impossible, Reading
 from .periods import Period
 
 MAX_LEFT_WORDS = 6
+MAX_REACH = 120  # characters: farther back than six words that may open an expression
 # The word before a position, read in the reversed text: the gap (spaces, a hyphen, at
 # most one line break) and the word. A word ends going leftwards at white space or
 # punctuation, but not at the "." of "Jan." or "5.8", the "/" of "1/2", the ":" of
@@ -286,6 +287,8 @@ class _Scan:
     def reaches(self, head: tuple[int, int, frozenset[str]], pending: Timex) -> bool:
         """Whether the words before `head` that may open an expression reach back into
         `pending` (then the expression around `head` may swallow it)."""
+        if head[0] - pending.end > MAX_REACH:
+            return False
         return self.starts(head[0], pending.start)[0] < pending.end
 
 
