@@ -238,6 +238,8 @@ class Grammar:
     past: re.Pattern[str]
     exclusions: Mapping[str, re.Pattern[str]]
     month_abbreviations: frozenset[str] = frozenset()
+    # Head words `_Scan.viable` looks at before any rule (guarded, ambiguous…).
+    checked_heads: frozenset[str] = frozenset()
     digit_kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
     by_start: dict[tuple[frozenset[str], str], tuple[CompiledRule, ...]] = field(
@@ -413,6 +415,10 @@ def grammar(code: str = "en") -> Grammar:
         exclusions={word: re.compile(p) for word, p in lang.exclusions.items()},
         digit_kinds={k: frozenset([k]) for k in DIGIT_KINDS},
         month_abbreviations=frozenset(_abbreviations(lang)),
+        checked_heads=frozenset(
+            {*lang.exclusions, *_abbreviations(lang), *lang.sets, *lang.head_guards}
+            | (lang.ambiguous & set(lang.months))
+        ),
     )
 
 

@@ -104,7 +104,7 @@ class _Scan:
         """(start, end, kinds) of every head, in order: a word of the head vocabulary
         that is viable here, or a digit shape (kind by `head_kind`)."""
         g, low = self.g, self.low
-        kinds_of, digit_kinds = g.head_kinds, g.digit_kinds
+        kinds_of, digit_kinds, checked = g.head_kinds, g.digit_kinds, g.checked_heads
         found = []
         first = g.at_start.match(low)
         spans = [(0, first.end())] if first else []
@@ -113,7 +113,7 @@ class _Scan:
             token = low[start:end]
             kinds = kinds_of.get(token)
             if kinds is not None:
-                if self.viable(token, start, end):
+                if token not in checked or self.viable(token, start, end):
                     found.append((start, end, kinds))
             elif not token[0].isalpha() or token[1:2].isdigit() or token.startswith("fy"):
                 kind = head_kind(token)
