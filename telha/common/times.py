@@ -9,6 +9,7 @@ US_PER_SECOND = 1_000_000
 MIN_US = 0
 MAX_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
 
+
 class TimeParseError(ValueError):
     """A value that is neither µs in range nor an RFC 3339 timestamp."""
 

@@ -29,7 +29,7 @@ from .services import submissions_apply
 
 # Bump when detection or to_submission changes what the same file yields: every file is
 # then detected again on the next run.
-DETECTION_VERSION = "1"
+DETECTION_VERSION = "2"  # 2: dates read by the temporal tagger (issue 29)
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,6 @@ Rules, each a small function over the canonical text:
 """
 
 import re
-from dataclasses import replace
 from datetime import date, timedelta
 from typing import Any
 
@@ -95,7 +94,7 @@ def written_dates(timexes: list[Timex], offset: int = 0) -> list[Timex]:
     from `offset` on, their positions made relative to it. Not relative days ("next
     Monday"), months or numeric day/month forms (a table's column says what those mean)."""
     return [
-        replace(t, start=t.start - offset, end=t.end - offset)
+        t._replace(start=t.start - offset, end=t.end - offset)
         for t in timexes
         if t.start >= offset and t.kind in ("date", "iso") and _month_day(t) is not None
     ]

@@ -8,7 +8,7 @@ extent ends: precision where detection acts.
   and "March" need a day or year, or a capital and a time preposition before them ("in
   May"); "fall" and "spring" a year, "last"/"this"… or a preposition; "second" a
   number ("30 seconds", never "a second").
-- A bare year is 1900–2099, or any year after a time preposition ("in 1776").
+- A bare year is 1900-2099, or any year after a time preposition ("in 1776").
 - A clock time without a.m./p.m. ("10:30") needs a time preposition before it.
 - The determiner ("the", "a") belongs to an expression only when the expression heads
   its noun phrase: "in [the third quarter]" but "the [third-quarter] loss"."""
@@ -28,22 +28,21 @@ class _Scan(Protocol):
 
     def next_word(self, end: int) -> str: ...
 
+
 _MONEY = frozenset("$€£¥#§")
-TIME_PREPOSITIONS = frozenset(
-    "in on at since until till by during of from through throughout before after early "
-    "late mid last next this that each every the a an between and to or for around about "
-    "circa ca. c. as".split()
-)
-
-
+_SPACES = re.compile(r"[\s-]+")
 _PUNCTUATION = "()[]{}\"',;:!?\u201c\u201d\u2018\u2019"
 
 
 def previous_word(scan: "_Scan", start: int) -> str:
-    """The word before `start` (lower case, outer punctuation stripped), or ""."""
+    """The word before `start` (lower case, outer punctuation stripped), or "" when
+    `start` does not begin a word."""
+    if start == 0:
+        return ""
+    if not (scan.low[start - 1].isspace() or scan.low[start - 1] in _PUNCTUATION):
+        return ""
     words = scan.low[max(0, start - 32) : start].split()
-    return words[-1].strip(_PUNCTUATION) if words and start > 0 and (
-        scan.low[start - 1].isspace() or scan.low[start - 1] in _PUNCTUATION) else ""
+    return words[-1].strip(_PUNCTUATION) if words else ""
 
 
 def _part_of_longer_number(low: str, start: int, end: int) -> bool:
@@ -74,12 +73,13 @@ def _capitalised(scan: "_Scan", start: int, end: int) -> bool:
 def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
     """ "May"/"March" (ambiguous words of the language) as months."""
     word = m.group("month")
-    key = word.lower().rstrip(".")
+    key = word.rstrip(".")
     has_year = bool(m.groupdict().get("year"))
     lang = scan.g.lang
     alone = not has_year and not m.groupdict().get("day")
-    if alone and any(o != key and o.startswith(key) and lang.months[o] == lang.months[key]
-                     for o in lang.months):
+    if alone and any(
+        o != key and o.startswith(key) and lang.months[o] == lang.months[key] for o in lang.months
+    ):
         return False  # an abbreviation on its own ("Jan"): a name, or a stray token
     if key not in lang.ambiguous:
         return True
@@ -91,33 +91,30 @@ def _month_ok(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
         return True
     if m.groupdict().get("shift") or m.groupdict().get("modifier"):
         return True
-    return previous_word(scan, m.start()) in TIME_PREPOSITIONS
+    return previous_word(scan, m.start()) in scan.g.lang.time_prepositions
 
 
 def _season_ok(scan: "_Scan", m: re.Match[str]) -> bool:
-    word = m.group("season").lower()
+    word = m.group("season")
     if word not in scan.g.lang.ambiguous:
         return True
     groups = m.groupdict()
     if groups.get("year") or groups.get("shift") or groups.get("modifier"):
         return True
-    previous = previous_word(scan, m.start())
-    return previous in ("in", "during", "since", "until", "by", "before", "after", "through")
+    return previous_word(scan, m.start()) in scan.g.lang.time_prepositions
 
 
 def _unit_ok(scan: "_Scan", m: re.Match[str]) -> bool:
     """An ambiguous unit word ("second") counts only after a stated number."""
-    word = m.group("unit").lower()
+    word = m.group("unit")
     if word not in scan.g.lang.ambiguous:
         return True
-    amount = (m.groupdict().get("amount") or "").lower()
-    if not amount or amount in ("a", "an"):
-        return False
-    return True
+    amount = m.groupdict().get("amount") or ""
+    return bool(amount) and amount not in scan.g.lang.indefinite
 
 
 def _year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
-    """A bare year: 1900–2099, or any after a time preposition; not a label's number
+    """A bare year: 1900-2099, or any after a time preposition; not a label's number
     ("Section 2019"), not a count ("2026 shares")."""
     year = int(m.group("year"))
     previous = previous_word(scan, m.start())
@@ -129,23 +126,22 @@ def _year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
         return True  # "the year 1776", "early 1990"
     if 1900 <= year <= 2099:
         return True
-    return previous in TIME_PREPOSITIONS
+    return previous in scan.g.lang.time_prepositions
 
 
 def _spoken_year_ok(scan: "_Scan", m: re.Match[str]) -> bool:
-    """ "two thousand (and) five" is a year only where a year is expected ("in", "the
-    year", after a month); elsewhere it is an amount. "nineteen ninety" always is."""
-    if "thousand" not in m.group(0):
-        return True
-    if m.group(0).startswith("the year"):
+    """ "two thousand (and) five" is a year only where a year is expected (after a time
+    preposition or a month, or "the year"); elsewhere it is an amount. "nineteen
+    ninety" always is."""
+    lang = scan.g.lang
+    words = _SPACES.split(m.group("spoken_year"))
+    if not any(lang.multipliers.get(w, 0) >= 1000 for w in words) or m.group("the_year"):
         return True
     previous = previous_word(scan, m.start()).rstrip(".")
-    return previous in ("in", "since", "until", "by", "from", "of", "year") or (
-        previous in scan.g.lang.months
-    )
+    return previous in lang.year_prepositions or previous in lang.months
 
 
-def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
+def acceptable(scan: "_Scan", m: re.Match[str], kind: str, groups: dict[str, str | None]) -> bool:
     """Whether a rule's match may be read at all (see the module's rules)."""
     low, start, end = scan.low, m.start(), m.end()
     text = m.group(0)
@@ -153,7 +149,6 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
         return False
     if text[0].isdigit() and previous_word(scan, start) in scan.g.lang.number_labels:
         return False
-    groups = m.groupdict()
     if groups.get("month") and not _month_ok(scan, m, kind):
         return False
     if groups.get("season") and not _season_ok(scan, m):
@@ -164,15 +159,14 @@ def acceptable(scan: "_Scan", m: re.Match[str], kind: str) -> bool:
         return False  # "a quarterly dividend", "the daily tally"
     if kind == "spoken_year" and not _spoken_year_ok(scan, m):
         return False
-    if kind == "reference" and text.split(None, 1)[0] in scan.g.lang.determiners:
-        if modifies_noun(scan, end):
-            return False  # "the present Agreement", "the future payments"
+    opening = text.split(None, 1)[0]
+    if kind == "reference" and opening in scan.g.lang.determiners and modifies_noun(scan, end):
+        return False  # "the present Agreement", "the future payments"
     if kind == "year" and groups.get("year") and not _year_ok(scan, m):
         return False
-    if groups.get("hour24") and not groups.get("weekday") and not groups.get("deictic"):
-        if previous_word(scan, start) not in ("at", "by", "from", "until", "till", "to",
-                                               "before", "after", "around", "about"):
-            return False
+    named_day = groups.get("weekday") or groups.get("deictic")
+    if groups.get("hour24") and not named_day:  # "10:30" alone: a ratio, a score…
+        return previous_word(scan, start) in scan.g.lang.clock_prepositions
     return True
 
 
@@ -188,7 +182,9 @@ def modifies_noun(scan: "_Scan", end: int) -> bool:
     )
 
 
-def trimmed(scan: "_Scan", m: re.Match[str], kind: str) -> tuple[int, int]:
+def trimmed(
+    scan: "_Scan", m: re.Match[str], kind: str, groups: dict[str, str | None]
+) -> tuple[int, int]:
     """The expression's extent: the match, less a leading determiner when the
     expression modifies a noun after it ("the [third-quarter] loss", "a [two-year]
     option") — unless the determiner is the expression's amount ("a year ago")."""
@@ -197,7 +193,7 @@ def trimmed(scan: "_Scan", m: re.Match[str], kind: str) -> tuple[int, int]:
     lang = scan.g.lang
     if first not in lang.determiners:
         return start, end
-    if m.groupdict().get("amount") is not None and m.start("amount") == start:
+    if groups.get("amount") is not None and m.start("amount") == start:
         return start, end
     if modifies_noun(scan, end):
         cut = start + len(first)

@@ -3,34 +3,46 @@ head words (month and weekday names, units, deictic and reference words…) and 
 digit shapes that can be dates, and the phrase rules indexed by the kind of head they
 contain, each compiled once.
 
-No pattern has a quantified group inside another quantified group: every repetition is
-of a character class, a literal word list or a fixed sequence, so matching is linear in
-the characters it looks at (see tests/ingest/test_temporal_speed.py)."""
+No pattern has a repetition inside an unbounded repetition, nor two unbounded runs of
+the same characters side by side: what repeats without bound is a character class, so
+matching is linear in the characters it looks at (checked on every compiled pattern by
+tests/ingest/test_temporal_speed.py)."""
 
 import re
 import string
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
+from re import _constants as sre_constants
+from re import _parser as sre_parse
+from typing import Any
 
-from .lang import Language, Rule, language
+from .lang import REGISTERED, Language, Rule, language
 
-# A separator inside a phrase: spaces, or a hyphen ("third-quarter", "mid-1990s").
+# The end of a word: no letter follows ("may", not "mayor"; a digit or "-" may follow).
 LETTER_BOUNDARY = r"(?![^\W\d_])"
 
 
 def _words(entries: Iterable[str]) -> str:
-    """An alternation of vocabulary entries, longest first (so "years" before "year");
-    a space in an entry matches any white space or a hyphen."""
-    escaped = sorted({e for e in entries}, key=lambda e: (-len(e), e))
-    return "|".join(re.escape(e).replace(r"\ ", r"[\s-]+") for e in escaped)
+    """An alternation of vocabulary entries as a trie (`trie_pattern`: each character
+    tested once, the longest entry first); a space in an entry matches any white space
+    or a hyphen."""
+    return trie_pattern(entries)
+
+
+def _abbreviations(lang: Language) -> set[str]:
+    """The month names that abbreviate a longer one of the same month ("Sept")."""
+    return {
+        n
+        for n, i in lang.months.items()
+        if any(o != n and o.startswith(n) and lang.months[o] == i for o in lang.months)
+    }
 
 
 def _month_slot(lang: Language) -> str:
     """Month names; an abbreviation ("Jan", "Sept") may carry its dot."""
-    full = {n for n, i in lang.months.items() if not any(
-        o != n and o.startswith(n) and lang.months[o] == i for o in lang.months)}
-    short = set(lang.months) - full
+    short = _abbreviations(lang)
+    full = set(lang.months) - short
     return f"(?:{_words(full)}|(?:{_words(short)})\\.?){LETTER_BOUNDARY}"
 
 
@@ -46,12 +58,15 @@ def _number_slot(lang: Language) -> str:
 
 
 def _spoken_year_slot(lang: Language) -> str:
-    """A year said in words ("nineteen ninety-one", "two thousand"): number words."""
+    """A year said in words ("nineteen ninety-one", "two thousand and five"): two to
+    four number words, multipliers ("thousand") and connectors ("and")."""
     words = _words(w for w in lang.numbers if " " not in w and w.isalpha())
-    return rf"(?:{words})(?:[\s-]+(?:{words}|hundred|thousand|and)){{1,3}}{LETTER_BOUNDARY}"
+    more = _words([*lang.multipliers, *lang.connectors]) or "(?!)"
+    return rf"(?:{words})(?:[\s-]+(?:{words}|{more})){{1,3}}{LETTER_BOUNDARY}"
 
 
 def _day_slot(lang: Language) -> str:
+    """A day of the month: 1-31 in digits, maybe with its suffix ("12th"), or a word."""
     days = _words(w for w, n in lang.ordinals.items() if 1 <= n <= 31)
     return rf"(?:(?:[12]\d|3[01]|0?[1-9])(?:st|nd|rd|th)?(?!\d)|(?:{days}){LETTER_BOUNDARY})"
 
@@ -79,6 +94,7 @@ def slot_patterns(lang: Language) -> dict[str, str]:
     return {
         "month": _month_slot(lang),
         "weekday": f"(?:{_words(lang.weekdays)}){LETTER_BOUNDARY}",
+        "weekdays": f"(?:{_words(w + 's' for w in lang.weekdays if w.isalpha())}){LETTER_BOUNDARY}",
         "day": _day_slot(lang),
         "year": YEAR,
         "iso": ISO,
@@ -105,6 +121,7 @@ def slot_patterns(lang: Language) -> dict[str, str]:
 SLOT_HEADS = {
     "month": ("month",),
     "weekday": ("weekday",),
+    "weekdays": ("weekday",),
     "year": ("year",),
     "iso": ("year",),
     "numeric": ("numeric",),
@@ -148,6 +165,9 @@ DIGIT_HEADS = (
 LEAD = "[" + re.escape(" \t\n\r\f\v\xa0" + string.punctuation + "\u201c\u2018\u2013\u2014") + "]"
 
 
+DIGIT_KINDS = ("quarter_code", "fiscal", "decade", "clock", "year", "numeric")
+
+
 def head_kind(token: str) -> str:
     """The kind of a digit head by its shape."""
     if token[0] in "qh":
@@ -165,7 +185,8 @@ def head_kind(token: str) -> str:
 
 def trie_pattern(words: Iterable[str]) -> str:
     """An alternation of `words` as a trie ("day(?:s)?|dec(?:ade(?:s)?|ember)?…"): the
-    engine tests each character once instead of every word."""
+    engine tests each character once instead of every word, and a longer word is tried
+    before its prefix. A space matches any white space or a hyphen."""
     root: dict[str, dict] = {}
     for word in words:
         node = root
@@ -174,12 +195,16 @@ def trie_pattern(words: Iterable[str]) -> str:
         node[""] = {}
 
     def emit(node: dict[str, dict]) -> str:
-        branches = [re.escape(c) + emit(child) for c, child in sorted(node.items()) if c]
+        branches = [
+            (r"[\s-]+" if c == " " else re.escape(c)) + emit(child)
+            for c, child in sorted(node.items())
+            if c
+        ]
         if not branches:
             return ""
         body = branches[0] if len(branches) == 1 else "(?:" + "|".join(branches) + ")"
         if "" in node:
-            return f"(?:{body})?" if len(branches) == 1 and len(body) > 1 else body + "?"
+            return f"(?:{body})?"
         return body
 
     return emit(root)
@@ -194,6 +219,7 @@ class CompiledRule:
     pattern: re.Pattern[str]
     heads: frozenset[str]
     index: int  # its place in the language's table
+    first: frozenset[str] | None  # the characters a match can start with (None: any)
 
 
 @dataclass(frozen=True)
@@ -210,21 +236,91 @@ class Grammar:
     glue: frozenset[str]
     future: re.Pattern[str]
     past: re.Pattern[str]
-    exclusions: re.Pattern[str] | None
+    exclusions: Mapping[str, re.Pattern[str]]
+    month_abbreviations: frozenset[str] = frozenset()
+    # Head words `_Scan.viable` looks at before any rule (guarded, ambiguous…).
+    checked_heads: frozenset[str] = frozenset()
+    digit_kinds: Mapping[str, frozenset[str]] = field(default_factory=dict)
 
-    def rules_for(self, kinds: frozenset[str]) -> tuple[CompiledRule, ...]:
-        """The rules to try at a head of these kinds (each once, in table order)."""
-        found = _RULES_FOR.get((self.lang.code, kinds))
+    by_start: dict[tuple[frozenset[str], str], tuple[CompiledRule, ...]] = field(
+        default_factory=dict
+    )
+
+    def rules_for(self, kinds: frozenset[str], char: str) -> tuple[CompiledRule, ...]:
+        """The rules to try at a head of these kinds from a position whose character is
+        `char`: each once, in the table's order, only those a match can start with it."""
+        key = (kinds, char)
+        found = self.by_start.get(key)
         if found is None:
-            chosen = {id(r) for k in kinds for r in self.rules.get(k, ())}
-            order = [r for k in sorted(self.rules) for r in self.rules[k]]
-            unique = {id(r): r for r in order if id(r) in chosen}
-            found = tuple(sorted(unique.values(), key=lambda r: r.index))
-            _RULES_FOR[(self.lang.code, kinds)] = found
+            unique = {r.index: r for kind in kinds for r in self.rules.get(kind, ())}
+            found = tuple(
+                r for _, r in sorted(unique.items()) if r.first is None or char in r.first
+            )
+            self.by_start[key] = found
         return found
 
 
-_RULES_FOR: dict[tuple[str, frozenset[str]], tuple["CompiledRule", ...]] = {}
+def first_characters(pattern: re.Pattern[str]) -> frozenset[str] | None:
+    """The characters a match of `pattern` can start with, from its parsed form; None
+    when that is not a small known set (a class like `\\w`, an empty match)."""
+    found = _first(list(sre_parse.parse(pattern.pattern, pattern.flags)))
+    if found is None or found[1]:
+        return None
+    return frozenset(found[0])
+
+
+def _first(items: list[Any]) -> tuple[set[str], bool] | None:
+    """(first characters, whether the sequence can match empty) of parsed items; None
+    when a first character is not from a small known set."""
+    chars: set[str] = set()
+    for op, av in items:
+        if op in (sre_constants.AT, sre_constants.ASSERT, sre_constants.ASSERT_NOT):
+            continue  # zero width
+        if op is sre_constants.LITERAL:
+            return chars | {chr(av)}, False
+        if op is sre_constants.IN:
+            found = _class(av)
+            return None if found is None else (chars | found, False)
+        if op is sre_constants.SUBPATTERN:
+            inner = _first(list(av[-1]))
+        elif op is sre_constants.BRANCH:
+            branches = [_first(list(b)) for b in av[1]]
+            if any(b is None for b in branches):
+                return None
+            known = [b for b in branches if b is not None]
+            inner = set().union(*(b[0] for b in known)), any(b[1] for b in known)
+        elif op in (sre_constants.MAX_REPEAT, sre_constants.MIN_REPEAT):
+            body = _first(list(av[2]))
+            inner = None if body is None else (body[0], body[1] or av[0] == 0)
+        else:
+            return None
+        if inner is None:
+            return None
+        chars |= inner[0]
+        if not inner[1]:
+            return chars, False
+    return chars, True
+
+
+def _class(items: list[Any]) -> set[str] | None:
+    chars: set[str] = set()
+    for op, av in items:
+        if op is sre_constants.LITERAL:
+            chars.add(chr(av))
+        elif op is sre_constants.RANGE and av[1] - av[0] < 128:
+            chars.update(chr(c) for c in range(av[0], av[1] + 1))
+        elif op is sre_constants.CATEGORY and av in _CATEGORIES:
+            chars.update(_CATEGORIES[av])
+        else:
+            return None
+    return chars
+
+
+# `\d` and `\s` as first characters (digits: ASCII ones, the only ones dates use here).
+_CATEGORIES = {
+    sre_constants.CATEGORY_DIGIT: "0123456789",
+    sre_constants.CATEGORY_SPACE: " \t\n\r\f\v\xa0",
+}
 
 
 def _head_words(lang: Language) -> dict[str, set[str]]:
@@ -271,13 +367,19 @@ def _compile_rule(
     # An expression ends at a word's end, never inside a hyphenated compound
     # ("a year" is not read out of "a year-earlier loss").
     pattern = re.compile(f"(?:{body})(?![^\\W_])(?:(?<=\\d)|(?!-[^\\W\\d_]))")
-    return CompiledRule(rule.kind, pattern, frozenset(kinds), index)
+    return CompiledRule(rule.kind, pattern, frozenset(kinds), index, first_characters(pattern))
 
 
 def _glue(lang: Language, templates: Iterable[str]) -> frozenset[str]:
     words = set(lang.glue)
-    for table in (lang.numbers, lang.ordinals, lang.shifts, lang.modifiers,
-                  lang.approximations, lang.weekdays):
+    for table in (
+        lang.numbers,
+        lang.ordinals,
+        lang.shifts,
+        lang.modifiers,
+        lang.approximations,
+        lang.weekdays,
+    ):
         for entry in table:
             words.update(entry.split())
     for entry in lang.fuzzy_amounts:
@@ -310,5 +412,18 @@ def grammar(code: str = "en") -> Grammar:
         glue=_glue(lang, (r.template for r in lang.rules)),
         future=re.compile(lang.future_markers),
         past=re.compile(lang.past_markers),
-        exclusions=re.compile("|".join(lang.exclusions)) if lang.exclusions else None,
+        exclusions={word: re.compile(p) for word, p in lang.exclusions.items()},
+        digit_kinds={k: frozenset([k]) for k in DIGIT_KINDS},
+        month_abbreviations=frozenset(_abbreviations(lang)),
+        checked_heads=frozenset(
+            {*lang.exclusions, *_abbreviations(lang), *lang.sets, *lang.head_guards}
+            | (lang.ambiguous & set(lang.months))
+        ),
     )
+
+
+def language_register(table: Language) -> None:
+    """Make a language table available by its code (a new language, or one replaced):
+    adding a language is a table, not code."""
+    REGISTERED[table.code] = table
+    grammar.cache_clear()

@@ -6,22 +6,44 @@ ones ("the following year", "a year earlier"), against the last date the text na
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from datetime import date, timedelta
+from typing import NamedTuple, Protocol
 
 from .lang import Language
-from .periods import UNIT_GRAINS, Period, duration_value, month_add, period_of
+from .periods import (
+    SEASON_MONTHS,
+    UNIT_GRAINS,
+    Period,
+    duration_value,
+    month_add,
+    period_of,
+    season,
+)
 
 PAST, FUTURE = -1, 1
 
 
+_SPACES = re.compile(r"[\s-]+")
+_REPEAT = re.compile(r"\s*\(.*\)$")  # "three (3)": the digits repeat the words
+_THOUSANDS = re.compile(r"\d{1,3}(?:,\d\d\d)+")
+_DECIMAL = re.compile(r"\d+(?:[.,]\d+)?")
+_AND_A_HALF = re.compile(r"(\d+)\s+1/2")
+_DIGITS = re.compile(r"\d+")
+_DECADE = re.compile(r"(\d\d\d)0'?s")
+_SHORT_DECADE = re.compile(r"'(\d)0s")
+
+
 class Impossible(Exception):
-    """A date that is no calendar date ("31 February 2026"): no expression is read at
-    its head at all — not a shorter one ("February 2026") inside it."""
+    """A date that is no calendar date ("31 February 2026"): no expression is read there
+    at all — not a shorter one ("February 2026", "2026") inside it. `end`: where the
+    impossible date ends (set by the tagger)."""
+
+    def __init__(self, end: int = 0) -> None:
+        super().__init__(end)
+        self.end = end
 
 
-@dataclass
-class Reading:
+class Reading(NamedTuple):
     """What a match means: TIMEX3 type and value, plus what detection uses."""
 
     type: str
@@ -32,34 +54,57 @@ class Reading:
     anaphoric: bool = False  # resolved against the focus (an earlier date of the text)
     amount: float | None = None  # a DURATION's or SET's amount and unit
     unit: str = ""
-    time: str = ""  # a TIME's clock ("14:00") or part of day ("MO")
 
 
-@dataclass
+class Around(Protocol):
+    """What a reader may ask about the text around its match (computed on demand)."""
+
+    def tense(self, start: int, end: int) -> int | None: ...
+
+    def word_before(self, start: int) -> str: ...
+
+    def next_word(self, end: int) -> str: ...
+
+
 class Context:
     """What a reader may use besides its match: the language, the reference date (None:
     values stay unresolved, e.g. XXXX-06-12), the last period the text named (the
-    focus), the match's groups, and — computed only when a reader asks — the tense of
+    focus), the match's groups and text, and — only when a reader asks — the tense of
     the sentence around the match and the words just before and after it."""
 
-    lang: Language
-    reference: date | None
-    focus: Period | None
-    groups: dict[str, str]
-    tense: Callable[[], int | None]
-    before: Callable[[], str]
-    after: Callable[[], str]
+    __slots__ = ("around", "focus", "groups", "lang", "reference", "span", "text")
+
+    def __init__(
+        self,
+        lang: Language,
+        reference: date | None,
+        focus: Period | None,
+        groups: dict[str, str | None],
+        text: str,
+        span: tuple[int, int],
+        around: Around,
+    ) -> None:
+        self.lang, self.reference, self.focus = lang, reference, focus
+        self.groups, self.text, self.span, self.around = groups, text, span, around
 
     def word(self, name: str) -> str | None:
+        """A group's words with their spacing made single ("twenty  four" → "twenty
+        four"), or None when the group did not take part in the match."""
         value = self.groups.get(name)
-        return " ".join(value.split()).replace("- ", "-") if value else None
+        if not value:
+            return None
+        if " " in value or "\n" in value or "\t" in value:
+            return " ".join(value.split()).replace("- ", "-")
+        return value
 
+    def tense(self) -> int | None:
+        return self.around.tense(*self.span)
 
-def _lookup(table: dict[str, object] | object, text: str | None) -> object:
-    if text is None:
-        return None
-    key = re.sub(r"[\s-]+", " ", text).strip()
-    return table.get(key) if isinstance(table, dict) else None  # type: ignore[union-attr]
+    def before(self) -> str:
+        return self.around.word_before(self.span[0])
+
+    def after(self) -> str:
+        return self.around.next_word(self.span[1])
 
 
 def number(lang: Language, text: str | None) -> float | None:
@@ -67,40 +112,41 @@ def number(lang: Language, text: str | None) -> float | None:
     vague one ("several")."""
     if text is None:
         return None
-    text = re.sub(r"\s*\(.*\)$", "", text.strip())
-    if re.fullmatch(r"\d{1,3}(?:,\d\d\d)+", text):
+    if text.isdigit():
+        return float(text)
+    text = _REPEAT.sub("", text.strip())
+    if _THOUSANDS.fullmatch(text):
         return float(text.replace(",", ""))  # 1,000
-    if re.fullmatch(r"\d+(?:[.,]\d+)?", text):
+    if _DECIMAL.fullmatch(text):
         return float(text.replace(",", "."))
-    if m := re.fullmatch(r"(\d+)\s+1/2", text):
+    if m := _AND_A_HALF.fullmatch(text):
         return int(m.group(1)) + 0.5
-    key = re.sub(r"[\s-]+", " ", text)
+    key = _SPACES.sub(" ", text)
     if key in lang.fuzzy_amounts:
         return None
     value = lang.numbers.get(key)
     return float(value) if value is not None else None
 
 
-def _amount_value(amount: float | None) -> float | None:
-    return amount
-
-
 def month_number(lang: Language, text: str | None) -> int | None:
+    """1-12 for a month name or abbreviation of the language ("Sept." included)."""
     if text is None:
         return None
     return lang.months.get(text.rstrip("."))
 
 
 def day_number(lang: Language, text: str | None) -> int | None:
+    """The day of the month in digits ("12th") or as an ordinal word ("twelfth")."""
     if text is None:
         return None
-    digits = re.match(r"\d+", text)
+    digits = _DIGITS.match(text)
     if digits:
         return int(digits.group(0))
-    return lang.ordinals.get(re.sub(r"[\s-]+", " ", text))
+    return lang.ordinals.get(_SPACES.sub(" ", text))
 
 
 def safe_date(year: int, month: int, day: int) -> date | None:
+    """The date, or None when there is no such day (31 February)."""
     try:
         return date(year, month, day)
     except ValueError:
@@ -140,8 +186,8 @@ def _pick_year(
 
 def _nearest_year(ctx: Context, month: int, day: int | None, months: int = 1) -> int:
     """The year that puts the day (or the middle of the period) nearest the reference;
-    when two years are about as near, or the nearest is far (over 90 days a month) on
-    the side the sentence's tense denies, the tense decides."""
+    when two years are about as near, or the nearest is far (over 90 days) on the side
+    the sentence's tense denies, the tense decides."""
     ref = ctx.reference
     assert ref is not None
     options: list[tuple[int, int, int]] = []  # (distance, year, signed days from ref)
@@ -157,7 +203,7 @@ def _nearest_year(ctx: Context, month: int, day: int | None, months: int = 1) ->
         return ref.year
     distance, nearest, signed = options[0]
     close = len(options) > 1 and options[1][0] - distance <= 16 * months
-    if not close and distance <= 90 * months:
+    if not close and distance <= 90:
         return nearest
     tense = ctx.tense()
     if close:
@@ -174,13 +220,14 @@ def _nearest_year(ctx: Context, month: int, day: int | None, months: int = 1) ->
 
 
 def read_iso(ctx: Context) -> Reading | None:
+    """2013-03-22 (DATE) and 2013-03-22T14:00:00Z (TIME, to the minute)."""
     g = ctx.groups
     d = safe_date(int(g["iso_year"] or 0), int(g["iso_month"] or 0), int(g["iso_day"] or 0))
     if d is None:
         raise Impossible
     if g.get("iso_hour"):
         clock = f"{g['iso_hour']}:{g['iso_minute']}"
-        return Reading("TIME", f"{d.isoformat()}T{clock}", Period("day", d), time=clock)
+        return Reading("TIME", f"{d.isoformat()}T{clock}", Period("day", d))
     return Reading("DATE", d.isoformat(), Period("day", d))
 
 
@@ -273,18 +320,18 @@ def _with_part(ctx: Context, d: date | None, reading: Reading) -> Reading:
         return reading
     code = ctx.lang.parts_of_day.get(part, "")
     day = d.isoformat() if d else reading.value
-    return Reading("TIME", f"{day}T{code}", reading.period, reading.mod, reading.anchored,
-                   time=code)
+    return Reading("TIME", f"{day}T{code}", reading.period, reading.mod, reading.anchored)
 
 
 def read_weekday(ctx: Context) -> Reading | None:
+    """ "Friday", "last Monday", "next Friday", "Friday morning" (see `_weekday_date`)."""
     lang = ctx.lang
     weekday = lang.weekdays.get(ctx.word("weekday") or "")
     if weekday is None:
         return None
     shift_word = ctx.word("shift")
-    if shift_word in ("past", "coming", "following", "previous", "prior", "preceding"):
-        return None
+    if shift_word in lang.anaphoric_shifts or shift_word in lang.latest_shifts:
+        return None  # "the previous Friday": not resolved
     shift = lang.shifts.get(shift_word) if shift_word else None
     if ctx.reference is None:
         return Reading("DATE", f"XXXX-WXX-{weekday + 1}", anchored=True)
@@ -300,12 +347,16 @@ def read_deictic(ctx: Context) -> Reading | None:
     if offset is None:
         return None
     if ctx.reference is None:
-        return Reading("DATE", "PRESENT_REF" if offset == 0 else
-                       ("PAST_REF" if offset < 0 else "FUTURE_REF"), anchored=True)
+        return Reading(
+            "DATE",
+            "PRESENT_REF" if offset == 0 else ("PAST_REF" if offset < 0 else "FUTURE_REF"),
+            anchored=True,
+        )
     d = ctx.reference + timedelta(days=offset)
     reading = Reading("DATE", d.isoformat(), Period("day", d), mod=_mod(ctx), anchored=True)
-    if word == "tonight" and not ctx.word("part"):
-        return Reading("TIME", f"{d.isoformat()}TNI", reading.period, anchored=True, time="NI")
+    implied = ctx.lang.deictic_parts.get(word)
+    if implied and not ctx.word("part"):
+        return Reading("TIME", f"{d.isoformat()}T{implied}", reading.period, anchored=True)
     return _with_part(ctx, d, reading)
 
 
@@ -320,12 +371,12 @@ def read_part(ctx: Context) -> Reading | None:
             return None
         shift_word = "same"
     shift = ctx.lang.shifts.get(shift_word, 0)
-    anaphoric = shift_word in ("next", "following", "previous", "same", "that")
+    anaphoric = shift_word in ctx.lang.anaphoric_shifts or _definite(ctx)
     base = ctx.focus.start if anaphoric and ctx.focus and ctx.focus.grain == "day" else None
     base = base or ctx.reference
     d = base + timedelta(days=shift)
     code = ctx.lang.parts_of_day.get(ctx.word("part") or "", "")
-    return Reading("TIME", f"{d.isoformat()}T{code}", Period("day", d), anchored=True, time=code)
+    return Reading("TIME", f"{d.isoformat()}T{code}", Period("day", d), anchored=True)
 
 
 def read_clock(ctx: Context) -> Reading | None:
@@ -343,15 +394,14 @@ def read_clock(ctx: Context) -> Reading | None:
         clock = f"{int(g['hour24'] or 0):02d}:{g['minute24']}"
     else:
         clock = ctx.lang.parts_of_day.get(ctx.word("part") or "", "")
-    if not clock[:1].isdigit() and not ctx.word("modifier"):
-        if not (ctx.word("weekday") or ctx.word("deictic")):
-            return None  # "morning" alone: no time
+    named_day = ctx.word("weekday") or ctx.word("deictic")
+    if not clock[:1].isdigit() and not ctx.word("modifier") and not named_day:
+        return None  # "morning" alone: no time
     day = _clock_day(ctx)
     if day is None:
-        return Reading("TIME", f"XXXX-XX-XXT{clock}", time=clock, anchored=True)
+        return Reading("TIME", f"XXXX-XX-XXT{clock}", anchored=True)
     shown = "24" if clock == "24:00" else clock
-    return Reading("TIME", f"{day.isoformat()}T{shown}", Period("day", day), anchored=True,
-                   time=clock)
+    return Reading("TIME", f"{day.isoformat()}T{shown}", Period("day", day), anchored=True)
 
 
 def _clock_day(ctx: Context) -> date | None:
@@ -377,8 +427,13 @@ def _unit(ctx: Context) -> str | None:
 
 
 def _plural(ctx: Context) -> bool:
-    word = ctx.word("unit") or ""
-    return word.endswith("s") and ctx.lang.units.get(word[:-1]) is not None
+    return (ctx.word("unit") or "") in ctx.lang.plural_units
+
+
+def _definite(ctx: Context) -> bool:
+    """Whether the match opens with a definite article ("the quarter")."""
+    words = ctx.text.split(None, 1)
+    return bool(words) and words[0] in ctx.lang.definite
 
 
 def read_ago(ctx: Context) -> Reading | None:
@@ -386,15 +441,18 @@ def read_ago(ctx: Context) -> Reading | None:
     or the focus (for "earlier"/"later") moved by the amount, at the unit's grain."""
     unit = _unit(ctx)
     grain = UNIT_GRAINS.get(unit or "")
-    direction = ctx.word("direction") or ""
-    if grain is None or ctx.reference is None:
+    direction = ctx.lang.directions.get(ctx.word("direction") or "")
+    if grain is None or ctx.reference is None or direction is None:
         return None
     amount = number(ctx.lang, ctx.word("amount"))
-    sign = 1 if direction in ("later", "after", "hence", "from now", "from today") else -1
+    sign, deictic = direction
     if amount is None:
-        return Reading("DATE", "FUTURE_REF" if sign > 0 else "PAST_REF", mod=_mod(ctx),
-                       anchored=True)
-    deictic = direction in ("ago", "back", "hence", "from now", "from today")
+        if grain == "year" and sign < 0:
+            # "a few years ago": some year of the decade it reaches back into (199X).
+            return Reading("DATE", f"{(ctx.reference.year - 3) // 10:03d}X", anchored=True)
+        return Reading(
+            "DATE", "FUTURE_REF" if sign > 0 else "PAST_REF", mod=_mod(ctx), anchored=True
+        )
     base = ctx.reference
     anaphoric = not deictic and ctx.focus is not None
     if anaphoric and ctx.focus is not None:
@@ -408,17 +466,14 @@ def read_ago(ctx: Context) -> Reading | None:
     return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=True, anaphoric=anaphoric)
 
 
-ANAPHORIC_SHIFTS = frozenset(["following", "previous", "preceding", "prior", "same", "that"])
-
-
-def _anchor_period(ctx: Context, grain: str, shift_word: str) -> Period | None:
+def _anchor_period(ctx: Context, grain: str, shift_word: str) -> Period:
     """The period "<shift> <unit>" names: anaphoric shifts ("the following year") count
     from the focus, the others ("last year", "next quarter") from the reference."""
     assert ctx.reference is not None
     shift = ctx.lang.shifts.get(shift_word, 0)
-    if shift_word in ANAPHORIC_SHIFTS and ctx.focus is not None:
+    if shift_word in ctx.lang.anaphoric_shifts and ctx.focus is not None:
         return ctx.focus.coarsen(grain).shift(shift)
-    if shift_word == "latest":
+    if shift_word in ctx.lang.latest_shifts:
         if ctx.focus is not None and ctx.focus.grain == grain:
             return ctx.focus
         return period_of(ctx.reference, grain).shift(-1 if grain == "quarter" else 0)
@@ -431,23 +486,27 @@ def read_shifted(ctx: Context) -> Reading | None:
     unit, shift_word = _unit(ctx), ctx.word("shift") or ""
     if unit is None or _plural(ctx) or ctx.reference is None:
         return None
-    text = (ctx.groups.get("_text") or "").lower()
+    lang = ctx.lang
     if unit in ("H", "MIN", "S", "P", "DE", "CE"):
-        if text.startswith("the") and shift_word in ("past", "last", "next", "coming"):
+        if _definite(ctx) and shift_word in lang.span_shifts:
             return Reading("DURATION", duration_value(1, unit), amount=1, unit=unit)
-        if unit in ("DE", "CE") and shift_word in ("this", "current"):
+        if unit in ("DE", "CE") and lang.shifts.get(shift_word) == 0:
             p = period_of(ctx.reference, UNIT_GRAINS[unit])
             return Reading("DATE", p.value(), p, anchored=True)
         return None
     grain = UNIT_GRAINS.get(unit)
     if grain is None:
         return None
-    if grain == "day" and shift_word not in ANAPHORIC_SHIFTS and shift_word != "next":
-        return None
+    if (
+        grain == "day"
+        and shift_word not in lang.anaphoric_shifts
+        and (lang.shifts.get(shift_word, 0) <= 0)
+    ):
+        return None  # "the next day" counts from the focus; "last day" is no date
     p = _anchor_period(ctx, grain, shift_word)
-    if p is None:
-        return None
-    anaphoric = ctx.focus is not None and shift_word in (*ANAPHORIC_SHIFTS, "latest")
+    anaphoric = ctx.focus is not None and (
+        shift_word in lang.anaphoric_shifts or shift_word in lang.latest_shifts
+    )
     return Reading("DATE", p.value(), p, anchored=True, anaphoric=anaphoric)
 
 
@@ -469,35 +528,35 @@ def read_duration(ctx: Context) -> Reading | None:
         return None
     if amount is not None and ctx.word("half"):
         amount += 0.5
-    return Reading("DURATION", duration_value(amount, unit), mod=_mod(ctx), amount=amount,
-                   unit=unit)
-
-
-RATE_WORDS = frozenset(["million", "billion", "thousand", "hundred", "percent", "cents",
-                        "dollars", "times", "once", "twice", "%"])
+    return Reading(
+        "DURATION", duration_value(amount, unit), mod=_mod(ctx), amount=amount, unit=unit
+    )
 
 
 def _rate(ctx: Context) -> bool:
     """ "$1.76 a year", "seven flights a week", "24 hours a day": a rate, no duration."""
-    if (ctx.word("amount") or "") not in ("a", "an", "per"):
+    if (ctx.word("amount") or "") not in ctx.lang.indefinite:
         return False
     before = ctx.before()
-    return bool(before) and (before[-1].isdigit() or before in RATE_WORDS
-                             or before in ctx.lang.numbers)
+    return bool(before) and (
+        before[-1].isdigit() or before in ctx.lang.rate_words or before in ctx.lang.numbers
+    )
 
 
 def _fraction(ctx: Context, unit: str) -> bool:
     """ "a quarter of", "about three-quarters", "more than a quarter": fractions."""
     if unit != "Q":
         return False
-    text = (ctx.groups.get("_text") or "").lower()
-    return (ctx.word("amount") in ("a", "an") or ctx.after() == "of"
-            or bool(re.search(r"-quarters\b", text)))
+    text = ctx.text
+    return (
+        ctx.word("amount") in ctx.lang.indefinite
+        or ctx.after() in ctx.lang.partitives
+        or ("-" in text and _plural(ctx))
+    )
 
 
 def _adjective(ctx: Context) -> bool:
-    text = ctx.groups.get("_text") or ""
-    return "-" in text
+    return "-" in ctx.text
 
 
 def read_units(ctx: Context) -> Reading | None:
@@ -506,13 +565,12 @@ def read_units(ctx: Context) -> Reading | None:
     unit = _unit(ctx)
     if unit is None:
         return None
-    text = (ctx.groups.get("_text") or "").lower()
     if _plural(ctx):
         if unit in ("P", "H1", "H", "MIN", "S"):
             return None  # "business hours", "the minutes" of a meeting: no duration
         return Reading("DURATION", duration_value(None, unit), unit=unit)
     grain = UNIT_GRAINS.get(unit)
-    if not text.startswith("the") or ctx.reference is None or ctx.word("vague"):
+    if not _definite(ctx) or ctx.reference is None or ctx.word("vague"):
         return None
     if unit == "Q":
         if ctx.focus is not None and ctx.focus.grain in ("quarter", "month", "day"):
@@ -540,15 +598,15 @@ def read_quarter(ctx: Context) -> Reading | None:
     "the first half of 1990", "Q3 2026", "third-quarter": a quarter or half; with no
     year, the reference's (the tense decides the side)."""
     g = ctx.groups
-    letter = (g.get("q_letter") or "").lower()
+    letter = g.get("q_letter") or ""
     if letter:
         grain = "quarter" if letter == "q" else "half"
         n = int(g.get("q_number") or 0)
     else:
-        grain = "half" if (ctx.word("part_unit") or "") == "half" else "quarter"
+        grain = "half" if ctx.lang.units.get(ctx.word("part_unit") or "") == "H1" else "quarter"
         n = ctx.lang.ordinals.get(ctx.word("ordinal") or "") or 0
         if not n:
-            digits = re.match(r"\d+", ctx.word("ordinal") or "")
+            digits = _DIGITS.match(ctx.word("ordinal") or "")
             n = int(digits.group(0)) if digits else 0
     count = 4 if grain == "quarter" else 2
     if n == -1:
@@ -566,25 +624,23 @@ def read_quarter(ctx: Context) -> Reading | None:
     if g.get("anaphor"):
         year -= 1  # "the year-ago third quarter"
     p = Period(grain, date(year, (n - 1) * months + 1, 1))
-    return Reading("DATE", p.value(), p, anchored=not year_text,
-                   anaphoric=bool(g.get("anaphor")))
+    return Reading("DATE", p.value(), p, anchored=not year_text, anaphoric=bool(g.get("anaphor")))
 
 
 def read_fiscal(ctx: Context) -> Reading | None:
     """ "fiscal 1989", "the fiscal year 2020", "FY2020", "FY20", "the current fiscal
     year": the (fiscal) year."""
-    text = (ctx.groups.get("_text") or "").lower()
     year_text = ctx.word("year")
     short = ctx.word("year_short")
     if year_text:
         year = int(year_text)
     elif short:
         year = two_digit_year(int(short), ctx.reference)
-    elif "year" in text and ctx.reference is not None:
+    elif ctx.word("fiscal_year") and ctx.reference is not None:
         shift = ctx.lang.shifts.get(ctx.word("shift") or "", 0)
         if not ctx.word("shift"):
-            if not text.startswith("the"):
-                return None
+            if not _definite(ctx):
+                return None  # "a fiscal year": no year in particular
             return Reading("DURATION", "P1Y", amount=1, unit="Y")
         year = ctx.reference.year + shift
     else:
@@ -594,37 +650,32 @@ def read_fiscal(ctx: Context) -> Reading | None:
 
 
 def read_season(ctx: Context) -> Reading | None:
-    lang = ctx.lang
-    code = lang.seasons.get(ctx.word("season") or "")
+    """ "the summer of 2012", "last fall", "this winter": the season of the year its
+    value names (winter 2013 runs from December 2012)."""
+    code = ctx.lang.seasons.get(ctx.word("season") or "")
     if code is None:
         return None
-    year_text = ctx.word("year")
-    shift_word = ctx.word("shift")
+    year_text, shift_word = ctx.word("year"), ctx.word("shift")
     if year_text:
         year = int(year_text)
     elif ctx.reference is None:
         return Reading("DATE", f"XXXX-{code}", anchored=True)
     else:
-        ref = ctx.reference
-        start_month = {"SP": 3, "SU": 6, "FA": 9, "WI": 12}[code]
-        shift = lang.shifts.get(shift_word) if shift_word else None
-        year = _pick_year(ctx, start_month, None, shift, 3)
-        if code == "WI" and ref.month <= 2 and shift is None:
-            year -= 1
-    start = date(year if code != "WI" else year, {"SP": 3, "SU": 6, "FA": 9, "WI": 12}[code], 1)
-    p = Period("season", start, code)
-    if code == "WI":
-        p = Period("season", date(year - 1, 12, 1), code) if year_text else p
+        # Placed by its months in the value's year (a winter: January and February).
+        month, months = (1, 2) if code == "WI" else (SEASON_MONTHS[code], 3)
+        shift = ctx.lang.shifts.get(shift_word) if shift_word else None
+        year = _pick_year(ctx, month, None, shift, months)
+    p = season(year, code)
     return Reading("DATE", p.value(), p, mod=_mod(ctx), anchored=not year_text)
 
 
 def read_decade(ctx: Context) -> Reading | None:
     """ "the 1990s", "the mid-1980s", "the '90s", "the nineties": 199, 198…"""
     text = ctx.word("decade") or ""
-    if m := re.match(r"(\d\d\d)0'?s", text):
+    if m := _DECADE.match(text):
         value = m.group(1)
     else:
-        m2 = re.match(r"'(\d)0s", text)
+        m2 = _SHORT_DECADE.match(text)
         tens = int(m2.group(1)) * 10 if m2 else ctx.lang.decades.get(text)
         if tens is None:
             return None
@@ -636,8 +687,9 @@ def read_decade(ctx: Context) -> Reading | None:
 
 
 def read_century(ctx: Context) -> Reading | None:
+    """ "the 20th century": 19."""
     word = ctx.word("ordinal") or ""
-    digits = re.match(r"\d+", word)
+    digits = _DIGITS.match(word)
     n = int(digits.group(0)) if digits else ctx.lang.ordinals.get(word, 0)
     if not 1 <= n <= 30:
         return None
@@ -673,21 +725,25 @@ def read_year(ctx: Context) -> Reading | None:
 
 
 def read_spoken_year(ctx: Context) -> Reading | None:
-    """ "nineteen ninety-one" (1991), "two thousand" (2000), "the year two thousand"."""
-    words = re.split(r"[\s-]+", ctx.word("spoken_year") or "")
-    numbers = ctx.lang.numbers
-    if len(words) >= 2 and words[1] == "thousand":
-        rest = [numbers.get(w) for w in words[2:] if w != "and"]
-        year = (numbers.get(words[0]) or 0) * 1000 + sum(r or 0 for r in rest)
+    """A year said in words: "nineteen ninety-one" (19|91), "two thousand (and) five"."""
+    lang = ctx.lang
+    words = [w for w in _SPACES.split(ctx.word("spoken_year") or "") if w not in lang.connectors]
+    values = [lang.numbers.get(w) if w not in lang.multipliers else None for w in words]
+    if any(lang.multipliers.get(w) == 1000 for w in words):
+        year, current = 0, 0
+        for word, value in zip(words, values, strict=True):
+            multiplier = lang.multipliers.get(word)
+            if multiplier is not None:
+                year, current = year + max(current, 1) * multiplier, 0
+            elif value is not None:
+                current += value
+            else:
+                return None
+        year += current
+    elif values and all(v is not None for v in values) and 10 <= (values[0] or 0) <= 21:
+        year = (values[0] or 0) * 100 + sum(v or 0 for v in values[1:])
     else:
-        head = numbers.get(words[0])
-        tail_words = [w for w in words[1:] if w != "and"]
-        tail = [numbers.get(w) for w in tail_words]
-        if head is None or not 10 <= head <= 21 or any(t is None for t in tail):
-            return None
-        year = head * 100 + sum(t or 0 for t in tail)
-        if tail_words and tail_words[0] == "hundred":
-            return None
+        return None
     if not 1000 <= year <= 2199:
         return None
     p = Period("year", date(year, 1, 1))
@@ -695,6 +751,7 @@ def read_spoken_year(ctx: Context) -> Reading | None:
 
 
 def read_reference(ctx: Context) -> Reading | None:
+    """ "now", "currently" (PRESENT_REF), "recently" (PAST_REF), "the near future"."""
     value = ctx.lang.references.get(ctx.word("reference") or "")
     return Reading("DATE", value, anchored=True) if value else None
 
@@ -707,8 +764,8 @@ def read_set(ctx: Context) -> Reading | None:
     if word:
         value = lang.sets.get(word)
         return Reading("SET", value) if value else None
-    if ctx.word("weekday"):
-        weekday = lang.weekdays.get(ctx.word("weekday") or "")
+    if ctx.word("weekday") or ctx.word("weekdays"):
+        weekday = lang.weekdays.get(ctx.word("weekday") or (ctx.word("weekdays") or "")[:-1])
         if weekday is None:
             return None
         part = lang.parts_of_day.get(ctx.word("part") or "", "")
@@ -717,9 +774,11 @@ def read_set(ctx: Context) -> Reading | None:
         month = month_number(lang, ctx.word("month"))
         return Reading("SET", f"XXXX-{month:02d}") if month else None
     unit = _unit(ctx)
-    if unit is None or unit in ("P", "H1") or _plural(ctx) and not ctx.word("amount"):
+    if unit is None or unit in ("P", "H1") or (_plural(ctx) and not ctx.word("amount")):
         return None
     amount = number(lang, ctx.word("amount")) if ctx.word("amount") else 1
+    if ctx.word("times"):
+        amount = 1  # "twice a year": every year (twice)
     if amount is None:
         return None
     if ctx.word("other"):

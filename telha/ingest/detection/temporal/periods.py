@@ -6,8 +6,18 @@ from dataclasses import dataclass
 from datetime import date, timedelta
 
 # Grains, finest first.
-GRAINS = ("day", "weekend", "week", "month", "season", "quarter", "half", "year", "decade",
-          "century")
+GRAINS = (
+    "day",
+    "weekend",
+    "week",
+    "month",
+    "season",
+    "quarter",
+    "half",
+    "year",
+    "decade",
+    "century",
+)
 SEASON_MONTHS = {"SP": 3, "SU": 6, "FA": 9, "WI": 12}
 
 
@@ -41,8 +51,15 @@ class Period:
             return self.start + timedelta(days=2)
         if self.grain == "week":
             return self.start + timedelta(days=7)
-        months = {"month": 1, "season": 3, "quarter": 3, "half": 6, "year": 12,
-                  "decade": 120, "century": 1200}[self.grain]
+        months = {
+            "month": 1,
+            "season": 3,
+            "quarter": 3,
+            "half": 6,
+            "year": 12,
+            "decade": 120,
+            "century": 1200,
+        }[self.grain]
         ny, nm = month_add(y, m, months)
         return date(min(ny, 9999), nm, 1)
 
@@ -76,14 +93,29 @@ class Period:
             return Period("day", self.start + timedelta(days=count))
         if self.grain in ("week", "weekend"):
             return Period(self.grain, self.start + timedelta(days=7 * count))
-        months = {"month": 1, "season": 12, "quarter": 3, "half": 6, "year": 12,
-                  "decade": 120, "century": 1200}[self.grain]
+        months = {
+            "month": 1,
+            "season": 12,
+            "quarter": 3,
+            "half": 6,
+            "year": 12,
+            "decade": 120,
+            "century": 1200,
+        }[self.grain]
         y, m = month_add(self.start.year, self.start.month, months * count)
         return Period(self.grain, date(y, m, 1), self.season)
 
     def coarsen(self, grain: str) -> "Period":
         """The period of `grain` this one's start falls in."""
         return period_of(self.start, grain)
+
+
+def season(year: int, code: str) -> "Period":
+    """The season a value names: 2013-SU (June to August 2013), 2013-WI (from December
+    2012)."""
+    if code == "WI":
+        return Period("season", date(year - 1, 12, 1), code)
+    return Period("season", date(year, SEASON_MONTHS[code], 1), code)
 
 
 def period_of(d: date, grain: str, season: str = "") -> "Period":
@@ -111,21 +143,44 @@ def period_of(d: date, grain: str, season: str = "") -> "Period":
 
 
 # TIMEX3 duration units by our unit codes.
-DURATION_UNITS = {"Y": "Y", "M": "M", "W": "W", "D": "D", "Q": "Q", "WE": "WE",
-                  "H": "H", "MIN": "M", "S": "S", "DE": "DE", "CE": "CE", "ML": "ML"}
+DURATION_UNITS = {
+    "Y": "Y",
+    "M": "M",
+    "W": "W",
+    "D": "D",
+    "Q": "Q",
+    "WE": "WE",
+    "H": "H",
+    "MIN": "M",
+    "S": "S",
+    "DE": "DE",
+    "CE": "CE",
+    "ML": "ML",
+}
 # The calendar grain of a unit, for "last <unit>" and "<n> <unit> ago".
-UNIT_GRAINS = {"D": "day", "W": "week", "WE": "weekend", "M": "month", "Q": "quarter",
-               "H1": "half", "Y": "year", "DE": "decade", "CE": "century"}
+UNIT_GRAINS = {
+    "D": "day",
+    "W": "week",
+    "WE": "weekend",
+    "M": "month",
+    "Q": "quarter",
+    "H1": "half",
+    "Y": "year",
+    "DE": "decade",
+    "CE": "century",
+}
 
 
 def duration_value(amount: float | None, unit: str) -> str:
     """P3Y, PT2H, P2Y6M, PXD: `amount` of `unit` (None: unstated). Decades and centuries
-    are written in years (P10Y), as TimeBank does; a fraction goes to the next unit
-    down where there is one (2 1/2 years: P2Y6M)."""
+    are written in years (P10Y) and quarters in months (P9M), as TimeBank does; a
+    fraction goes to the next unit down where there is one (2 1/2 years: P2Y6M)."""
     if unit == "2W":
         amount, unit = (amount * 2 if amount is not None else None), "W"
     if unit in ("DE", "CE", "ML") and amount is not None:
         amount, unit = amount * {"DE": 10, "CE": 100, "ML": 1000}[unit], "Y"
+    if unit == "Q":  # ISO 8601 has no quarter designator: three months each
+        amount, unit = (amount * 3 if amount is not None else None), "M"
     time = unit in ("H", "MIN", "S")
     head = "PT" if time else "P"
     code = DURATION_UNITS.get(unit, unit)

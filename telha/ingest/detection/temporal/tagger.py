@@ -10,33 +10,34 @@ words ("May" the modal, "march" the verb, "a second", "fall") and numbers that a
 section numbers, amounts or parts of longer numbers are refused here."""
 
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass
 from datetime import date
+from typing import NamedTuple
 
-from .filters import acceptable, previous_word, trimmed
+from .filters import acceptable, modifies_noun, previous_word, trimmed
 from .grammar import Grammar, grammar, head_kind
 from .normalise import FUTURE, PAST, READERS, Context, Impossible, Reading
 from .periods import Period
 
 MAX_LEFT_WORDS = 6
-LEFT_WINDOW = 60
-_GAP = frozenset(" \t\n\r-")
-# What ends a word going leftwards: white space and punctuation, but not the "." of
-# "Jan." or "5.8", the "/" of "1/2", the ":" of "10:30" or the parentheses of "(3)".
-_STOP = frozenset(" \t\n\r-,;!?\"[]{}\u201c\u201d")
+MAX_REACH = 120  # characters: farther back than six words that may open an expression
+# The word before a position, read in the reversed text: the gap (spaces, a hyphen, at
+# most one line break) and the word. A word ends going leftwards at white space or
+# punctuation, but not at the "." of "Jan." or "5.8", the "/" of "1/2", the ":" of
+# "10:30", the "," of "1,000" or the parentheses of "(3)".
+_BACK = re.compile(r"([ \t\r-]*(?:\n[ \t\r-]*)?)([^ \t\n\r\-;!?\"\[\]{}\u201c\u201d]+)")
 _SENTENCE_END = re.compile(r"[.!?]\s|\n\s*\n")
 _NEXT_WORD = re.compile(r"[ \t]*(?:\n[ \t]*)?([^\W\d_][\w'-]*)?")
 
 
-@dataclass(frozen=True)
-class Timex:
+class Timex(NamedTuple):
     """A temporal expression: where it is in the text and its TIMEX3 `type` (DATE, TIME,
     DURATION, SET) and `value`. For a DATE or TIME, `period` is the calendar period it
     names (None for PRESENT_REF and the like), so `day` is the calendar day when the
     value has day precision; `anchored` says the value was resolved against the
-    reference date or an earlier date of the text, `kind` which rule read it, `mod`
-    TimeML's modifier (START, APPROX…); a DURATION/SET has its `amount` and `unit`."""
+    reference date or an earlier date of the text (`anaphoric`: the earlier date; `anchor`:
+    the date counted from), `kind` which rule read it, `mod` TimeML's modifier (START,
+    APPROX…); a DURATION or SET has its `amount` and `unit`. Immutable (a named tuple:
+    one is made for every expression of a text, and a tuple is the cheapest to make)."""
 
     start: int
     end: int
@@ -50,6 +51,12 @@ class Timex:
     amount: float | None = None
     unit: str = ""
     anaphoric: bool = False
+    anchor: date | None = None  # the date a resolved value was counted from
+
+    @property
+    def grain(self) -> str:
+        """The value's granularity: day, week, month, quarter, year… ("" when none)."""
+        return self.period.grain if self.period is not None else ""
 
     @property
     def day(self) -> date | None:
@@ -60,8 +67,13 @@ class Timex:
 
     def as_dict(self) -> dict[str, object]:
         """CONTRACT §2.2's shape of one date of `telha detect --json`."""
-        return {"start": self.start, "end": self.end, "text": self.text, "type": self.type,
-                "value": self.value}
+        return {
+            "start": self.start,
+            "end": self.end,
+            "text": self.text,
+            "type": self.type,
+            "value": self.value,
+        }
 
 
 def _lower(text: str) -> str:
@@ -73,54 +85,72 @@ def _lower(text: str) -> str:
 
 
 class _Scan:
-    """One run of the tagger over one text."""
+    """One run of the tagger over one text: the text, its lower-case and reversed
+    copies (every offset kept), the grammar, the reference date and the focus (the last
+    period the text named)."""
 
     def __init__(self, text: str, reference: date | None, g: Grammar) -> None:
         self.text = text
         self.low = _lower(text)
+        self.rev = self.low[::-1]
         self.g = g
         self.reference = reference
         self.focus: Period | None = None
+        self._starts: dict[int, list[int]] = {}
 
     # --- heads and starts -----------------------------------------------------------
 
-    def heads(self) -> Iterator[tuple[int, int, frozenset[str]]]:
-        """(start, end, kinds) of every head, in order."""
+    def heads(self) -> list[tuple[int, int, frozenset[str]]]:
+        """(start, end, kinds) of every head, in order: a word of the head vocabulary
+        that is viable here, or a digit shape (kind by `head_kind`)."""
         g, low = self.g, self.low
+        kinds_of, digit_kinds, checked = g.head_kinds, g.digit_kinds, g.checked_heads
+        found = []
         first = g.at_start.match(low)
-        matches = [first] if first else []
-        for m in matches:
-            yield from self._head(m, 0)
-        for m in g.prefilter.finditer(low):
-            yield from self._head(m, 1)
+        spans = [(0, first.end())] if first else []
+        spans += [(m.start() + 1, m.end()) for m in g.prefilter.finditer(low)]
+        for start, end in spans:
+            token = low[start:end]
+            kinds = kinds_of.get(token)
+            if kinds is not None:
+                if token not in checked or self.viable(token, start, end):
+                    found.append((start, end, kinds))
+            elif not token[0].isalpha() or token[1:2].isdigit() or token.startswith("fy"):
+                kind = head_kind(token)
+                if kind == "year" and not (1000 <= int(token) <= 2199 and self._bare(start)):
+                    continue  # "9800 S Ridgeland Ave", "$2026": no year starts here
+                found.append((start, end, digit_kinds[kind]))
+        return found
 
-    def _head(self, m: re.Match[str], lead: int) -> Iterator[tuple[int, int, frozenset[str]]]:
-        start, end = m.start() + lead, m.end()
-        token = self.low[start:end]
-        kinds = self.g.head_kinds.get(token)
-        if kinds is not None:
-            if self.viable(token, start, end):
-                yield start, end, kinds
-        elif not token[0].isalpha() or token[1:2].isdigit() or token.startswith("fy"):
-            yield start, end, frozenset([head_kind(token)])
+    def _bare(self, start: int) -> bool:
+        """Whether the digits at `start` follow no currency sign or label character."""
+        return start == 0 or self.low[start - 1] not in "$€£¥#§"
 
     def viable(self, word: str, start: int, end: int) -> bool:
         """A cheap first look at a head that is also an ordinary word: "may" and "march"
-        in lower case need a number beside them; a guarded word ("the past", "30
-        seconds") the word its language table says must come before it."""
+        in lower case, and a month's abbreviation, need a number beside them; a
+        frequency word modifying a noun is no time ("the quarterly dividend"); a guarded
+        word ("the past", "30 seconds") needs the word its table says must come before."""
         lang = self.g.lang
-        if self.g.exclusions is not None and self.g.exclusions.match(self.low, start):
+        exclusion = self.g.exclusions.get(word)
+        if exclusion is not None and exclusion.match(self.low, start):
             return False
+        if word in self.g.month_abbreviations:  # "Dec" alone is a name or a stray token
+            after = self.low[end : end + 4].lstrip(". ,-")
+            before = self.low[max(0, start - 2) : start].rstrip(" -")
+            return after[:1].isdigit() or before[-1:].isdigit()
+        if word in lang.sets and modifies_noun(self, end):
+            return False  # "the quarterly dividend"
         if word in lang.ambiguous and word in lang.months:
             written = self.text[start:end]
             if written[0].isupper() and not written.isupper():
                 return True  # "May", not "may" nor "MAY" (in capitals, a case says nothing)
             after = self.low[end : end + 3].lstrip()
-            return after[:1].isdigit() or previous_word(self, start)[:1].isdigit()
+            return after[:1].isdigit() or self.word_before(start)[:1].isdigit()
         guard = lang.head_guards.get(word)
         if guard is None:
             return True
-        before = previous_word(self, start)
+        before = self.word_before(start)
         if before in guard:
             return True
         if "#" in guard:
@@ -130,30 +160,42 @@ class _Scan:
 
     def starts(self, head: int, floor: int) -> list[int]:
         """Where an expression around the head at `head` may start, leftmost first: the
-        head, and each of up to MAX_LEFT_WORDS words before it that may open one
-        (glue words, numbers, "(3)"), separated by spaces, a hyphen or one line break."""
-        low, glue = self.low, self.g.glue
+        head, and each of up to MAX_LEFT_WORDS words before it (not before `floor`)
+        that may open one — glue words, numbers, "(3)" — separated by spaces, a hyphen
+        or one line break."""
+        cached = self._starts.get(head)
+        if cached is not None:
+            return [s for s in cached if s >= floor]
+        rev, size, glue = self.rev, len(self.low), self.g.glue
         starts = [head]
         edge = head
         for _ in range(MAX_LEFT_WORDS):
-            gap_start = edge
-            while gap_start > floor and low[gap_start - 1] in _GAP:
-                gap_start -= 1
-            if gap_start == edge or gap_start <= floor:
+            m = _BACK.match(rev, size - edge)
+            if m is None or not m.group(1):
                 break
-            if low.count("\n", gap_start, edge) > 1:
-                break
-            word_start = gap_start
-            while word_start > floor and low[word_start - 1] not in _STOP:
-                word_start -= 1
-            word = low[word_start:gap_start]
-            if not word or not (word in glue or word[0].isdigit() or word[0] == "("
-                                or (word[-1] == "." and word[:-1] in glue)):
+            word_start = edge - m.end() + m.start()
+            word = m.group(2)[::-1]
+            if not (
+                word in glue
+                or word[0].isdigit()
+                or word[0] == "("
+                or (word[-1] == "." and word[:-1] in glue)
+            ):
                 break
             starts.append(word_start)
             edge = word_start
         starts.reverse()
-        return starts
+        self._starts[head] = starts
+        return [s for s in starts if s >= floor]
+
+    def word_before(self, start: int) -> str:
+        """The word before `start` (lower case, outer punctuation stripped), or ""."""
+        return previous_word(self, start)
+
+    def next_word(self, end: int) -> str:
+        """The word right after `end` on the same line (after spaces), or ""."""
+        m = _NEXT_WORD.match(self.low, end)
+        return (m.group(1) or "") if m else ""
 
     # --- tense ------------------------------------------------------------------------
 
@@ -163,21 +205,18 @@ class _Scan:
         when the sentence has neither."""
         low = self.low
         left = max(0, start - 160)
-        for m in _SENTENCE_END.finditer(low, left, start):
-            left = m.end()
-        m = _SENTENCE_END.search(low, end, end + 120)
-        right = m.start() if m else min(len(low), end + 120)
+        for stop in _SENTENCE_END.finditer(low, left, start):
+            left = stop.end()
+        stop_after = _SENTENCE_END.search(low, end, end + 120)
+        right = stop_after.start() if stop_after else min(len(low), end + 120)
         best: tuple[int, int] | None = None
         for pattern, tense in ((self.g.future, FUTURE), (self.g.past, PAST)):
-            for found in pattern.finditer(low, left, start):
-                distance = start - found.end()
-                if best is None or distance < best[0]:
-                    best = (distance, tense)
-            found = pattern.search(low, end, right)
-            if found is not None:
-                distance = found.start() - end
-                if best is None or distance < best[0]:
-                    best = (distance, tense)
+            distances = [start - m.end() for m in pattern.finditer(low, left, start)]
+            after = pattern.search(low, end, right)
+            if after is not None:
+                distances.append(after.start() - end)
+            if distances and (best is None or min(distances) < best[0]):
+                best = (min(distances), tense)
         return best[1] if best else None
 
     # --- reading one head -------------------------------------------------------------
@@ -185,44 +224,35 @@ class _Scan:
     def read(self, head: tuple[int, int, frozenset[str]], floor: int) -> Timex | None:
         """The expression around one head, or None: at each possible start, leftmost
         first, the rules of the head's kinds; the longest match that covers the head and
-        reads is it."""
+        reads is it. Raises Impossible for a date that is no calendar date."""
         head_start, head_end, kinds = head
-        rules = self.g.rules_for(kinds)
+        low = self.low
         for start in self.starts(head_start, floor):
-            found = []
-            for rule in rules:
-                m = rule.pattern.match(self.low, start)
+            found: list[tuple[int, int, re.Match[str], str]] = []
+            for rule in self.g.rules_for(kinds, low[start]):
+                m = rule.pattern.match(low, start)
                 if m is not None and m.end() >= head_end:
                     found.append((-m.end(), len(found), m, rule.kind))
-            found.sort(key=lambda c: (c[0], c[1]))
+            found.sort()
             for _, _, m, kind in found:
                 try:
                     timex = self.interpret(m, kind)
                 except Impossible:
-                    return None
+                    raise Impossible(m.end()) from None
                 if timex is not None:
                     return timex
         return None
 
     def interpret(self, m: re.Match[str], kind: str) -> Timex | None:
-        if not acceptable(self, m, kind):
+        """A rule's match as an expression, if it passes the checks and reads."""
+        groups = m.groupdict()
+        if not acceptable(self, m, kind, groups):
             return None
-        groups = {k: v for k, v in m.groupdict().items() if v is not None}
-        groups["_text"] = m.group(0)
-        start, end = m.span()
-        ctx = Context(
-            lang=self.g.lang,
-            reference=self.reference,
-            focus=self.focus,
-            groups=groups,
-            tense=lambda: self.tense(start, end),
-            before=lambda: previous_word(self, start),
-            after=lambda: self.next_word(end),
-        )
+        ctx = Context(self.g.lang, self.reference, self.focus, groups, m.group(0), m.span(), self)
         reading: Reading | None = READERS[kind](ctx)
         if reading is None:
             return None
-        start, end = trimmed(self, m, kind)
+        start, end = trimmed(self, m, kind, groups)
         return Timex(
             start=start,
             end=end,
@@ -236,7 +266,17 @@ class _Scan:
             amount=reading.amount,
             unit=reading.unit,
             anaphoric=reading.anaphoric,
+            anchor=self._anchor(reading),
         )
+
+    def _anchor(self, reading: Reading) -> date | None:
+        """What a resolved value counted from: the focus's first day for an anaphoric
+        one, else the reference date."""
+        if not reading.anchored:
+            return None
+        if reading.anaphoric and self.focus is not None:
+            return self.focus.start
+        return self.reference
 
     def commit(self, timex: Timex) -> Timex:
         """Accept an expression: a date it names becomes the focus of what follows."""
@@ -247,12 +287,9 @@ class _Scan:
     def reaches(self, head: tuple[int, int, frozenset[str]], pending: Timex) -> bool:
         """Whether the words before `head` that may open an expression reach back into
         `pending` (then the expression around `head` may swallow it)."""
+        if head[0] - pending.end > MAX_REACH:
+            return False
         return self.starts(head[0], pending.start)[0] < pending.end
-
-    def next_word(self, end: int) -> str:
-        """The word right after `end` on the same line (after spaces), or ""."""
-        m = _NEXT_WORD.match(self.low, end)
-        return (m.group(1) or "") if m else ""
 
 
 def tag(text: str, *, reference: date | None = None, lang: str = "en") -> list[Timex]:
@@ -271,11 +308,21 @@ def tag(text: str, *, reference: date | None = None, lang: str = "en") -> list[T
             floor, pending = pending.end, None
         if head[0] < floor or (pending is not None and head[1] <= pending.end):
             continue
-        timex = scan.read(head, floor)
+        try:
+            timex = scan.read(head, floor)
+        except Impossible as impossible:
+            # "31 February 2026": no date, and nothing inside it ("2026") either.
+            if pending is not None:
+                found.append(scan.commit(pending))
+                pending = None
+            floor = max(floor, impossible.end)
+            continue
         if timex is None:
             continue
-        if pending is None or timex.start < pending.start or (
-            timex.start == pending.start and timex.end > pending.end
+        if (
+            pending is None
+            or timex.start < pending.start
+            or (timex.start == pending.start and timex.end > pending.end)
         ):
             pending = timex
         elif timex.start >= pending.end:

@@ -49,9 +49,7 @@ def _read(path: Path, name: str, names: dict[str, str], root: Path) -> dict[str,
         detection = detect(FileInput(ident, path.read_bytes(), modified), people_by_name=names)
     except Refused as exc:
         return refusal_report(file=name, external_id=ident, error=str(exc))
-    return detection_report(
-        detection, file=name, external_id=ident, file_date=modified.date()
-    )
+    return detection_report(detection, file=name, external_id=ident, file_date=modified.date())
 
 
 def _summary(result: dict[str, Any]) -> Iterator[str]:

@@ -66,18 +66,45 @@ class Language:
     # Head words that are time only after one of these words ("#": a number, in digits
     # or words): "the past", "the near future", "30 seconds"; checked before any rule.
     head_guards: Mapping[str, frozenset[str]] = field(default_factory=dict)
-    # Phrases that start at a head word and are no time at all ("now, therefore"):
-    # regular expressions over the lower-cased text, tried at the head.
-    exclusions: tuple[str, ...] = ()
+    # Phrases that start at a head word and are no time at all ("now, therefore"): by
+    # head word, a regular expression over the lower-cased text, tried at the head.
+    exclusions: Mapping[str, str] = field(default_factory=dict)
     # Words after a number that make it a count or an amount ("2026 shares").
     amount_words: frozenset[str] = frozenset()
+    # The grammar's function words, by role:
+    definite: frozenset[str] = frozenset()  # "the": "the quarter" is the one in focus
+    indefinite: frozenset[str] = frozenset()  # "a", "an": the amount 1 ("a year ago")
+    plural_units: frozenset[str] = frozenset()  # "years": "recent years" is PXY
+    # After "<n> <unit>": the direction and whether it counts from the reference (True,
+    # "two weeks ago") or from the date the text last named (False, "a year earlier").
+    directions: Mapping[str, tuple[int, bool]] = field(default_factory=dict)
+    anaphoric_shifts: frozenset[str] = frozenset()  # "the following year": from the focus
+    latest_shifts: frozenset[str] = frozenset()  # "the latest quarter": the last one past
+    span_shifts: frozenset[str] = frozenset()  # "the past hour": a duration
+    deictic_parts: Mapping[str, str] = field(default_factory=dict)  # "tonight" -> NI
+    multipliers: Mapping[str, int] = field(default_factory=dict)  # "hundred" -> 100
+    connectors: frozenset[str] = frozenset()  # "and" in "two thousand and five"
+    rate_words: frozenset[str] = frozenset()  # "$2 million a year": a rate, no duration
+    partitives: frozenset[str] = frozenset()  # "a quarter of": a fraction
+    time_prepositions: frozenset[str] = frozenset()  # "in May", "in 1776"
+    year_prepositions: frozenset[str] = frozenset()  # "in two thousand and five"
+    clock_prepositions: frozenset[str] = frozenset()  # "at 10:30"
+
+
+# Tables added at run time (`grammar.language_register`), by code.
+REGISTERED: dict[str, Language] = {}
+
+
+def words(text: str) -> frozenset[str]:
+    """A set of words written as one string, separated by white space."""
+    return frozenset(text.split())
 
 
 def language(code: str) -> Language:
-    """The table of a language by its code ("en", "de")."""
+    """The table of a language by its code ("en", "de", or one registered)."""
     from . import de, en
 
-    tables = {"en": en.LANGUAGE, "de": de.LANGUAGE}
+    tables = {"en": en.LANGUAGE, "de": de.LANGUAGE, **REGISTERED}
     try:
         return tables[code]
     except KeyError:

@@ -1,7 +1,7 @@
 """English: the vocabulary and phrase rules of the temporal tagger (TimeML TIMEX3 as
 annotated in TimeBank/AQUAINT; see docs/ingest.md "The temporal tagger")."""
 
-from . import Language, Rule
+from . import Language, Rule, words
 
 MONTHS = {
     name: number
@@ -65,10 +65,15 @@ _TENS = ["twenty", "thirty", "forty", "fifty", "sixty", "seventy", "eighty", "ni
 NUMBERS = {word: value for value, word in enumerate(_UNITS)}
 NUMBERS.update({word: 20 + 10 * i for i, word in enumerate(_TENS)})
 NUMBERS.update(
-    {f"{ten} {unit}": 20 + 10 * i + u for i, ten in enumerate(_TENS) for u, unit in
-     enumerate(_UNITS[1:10], start=1)}
+    {
+        f"{ten} {unit}": 20 + 10 * i + u
+        for i, ten in enumerate(_TENS)
+        for u, unit in enumerate(_UNITS[1:10], start=1)
+    }
 )
-NUMBERS.update({"a": 1, "an": 1, "a single": 1, "a couple of": 2, "a couple": 2, "a dozen": 12})
+NUMBERS.update(
+    {"a": 1, "an": 1, "a single": 1, "a couple of": 2, "couple of": 2, "a couple": 2, "a dozen": 12}
+)
 NUMBERS.update({"a hundred": 100, "one hundred": 100, "a thousand": 1000, "two thousand": 2000})
 _ORDINAL_WORDS = [
     "first",
@@ -298,7 +303,7 @@ RULES = (
     ),
     Rule(
         "ago",
-        r"(?:{approximation}\s+)?{amount}(?:\s+more)?[\s-]+{unit}\s+"
+        r"(?:{approximation}\s+)?{amount}(?:\s+more)?[\s-]+{unit}(?:\s+or\s+so)?\s+"
         r"(?P<direction>ago|earlier|back|hence|from\s+now|from\s+today)(?![\w-])",
         heads=("unit",),
     ),
@@ -341,7 +346,8 @@ RULES = (
     ),
     Rule(
         "fiscal",
-        r"(?:the\s+)?(?:{shift}\s+)?(?P<fiscal>fiscal|calendar|financial|tax)(?:[\s-]+year)?"
+        r"(?:the\s+)?(?:{shift}\s+)?(?P<fiscal>fiscal|calendar|financial|tax)"
+        r"(?:[\s-]+(?P<fiscal_year>year))?"
         r"(?:\s+{year}|-(?P<year_short>\d\d))?",
         heads=("year", "unit"),
     ),
@@ -369,7 +375,7 @@ RULES = (
         r"(?:the\s+)?(?:(?:comparable|corresponding|same)\s+)?{year}\s+(?P<period>period|quarter)",
         heads=("unit",),
     ),
-    Rule("spoken_year", r"(?:the\s+year\s+)?{spoken_year}", heads=("spoken",)),
+    Rule("spoken_year", r"(?P<the_year>the\s+year\s+)?{spoken_year}", heads=("spoken",)),
     Rule("reference", r"{reference}"),
     Rule("set", r"{set}"),
     Rule(
@@ -379,8 +385,21 @@ RULES = (
     ),
     Rule("set", r"(?P<every>every|each)\s+{weekday}"),
     Rule("set", r"(?P<every>every|each)\s+{month}"),
-    Rule("set", r"(?P<plural_weekday>{weekday})s(?:\s+{part})?", heads=("weekday",)),
+    Rule("set", r"{weekdays}(?:\s+{part})?", heads=("weekday",)),
+    Rule(
+        "set",
+        r"(?P<times>once|twice|thrice|{amount}\s+times)\s+(?:a|an|per|each|every)\s+{unit}",
+        heads=("unit",),
+    ),
     Rule("holiday", r"(?:{shift}\s+)?{holiday}(?:,?\s+{year})?", heads=("holiday",)),
+)
+
+# Words after which a bare year ("in 1776") or a month that is also a word ("in May") is
+# time.
+TIME_PREPOSITIONS = words(
+    "in on at since until till by during of from through throughout before after early "
+    "late mid last next this that each every the a an between and to or for around about "
+    "circa ca. c. as"
 )
 
 LANGUAGE = Language(
@@ -402,32 +421,33 @@ LANGUAGE = Language(
     decades=DECADES,
     holidays=HOLIDAYS,
     rules=RULES,
-    glue=frozenset(
+    glue=words(
         "the a an of each every per at in than to and or no not more less up this that "
         "earlier later sometime fiscal calendar financial tax year-earlier year-ago "
-        "prior-year other".split()
+        "prior-year other"
     ),
     determiners=frozenset(["the", "a", "an"]),
-    function_words=frozenset(
-        "of in on at to for from by with as than and or but nor so yet that which who "
+    function_words=words(
+        "the a an of in on at to for from by with as than and or but nor so yet that which who "
         "whom whose when while where after before since until till through during "
         "because if though although is was were are be been being has have had will "
         "would shall should can could may might must do does did not no it its he she "
         "they we you i his her their our your this these those there here ended ending "
         "compared versus vs against earlier later ago alone also only just then me him us "
-        "them my".split()
+        "them my"
     ),
-    number_labels=frozenset(
+    number_labels=words(
         "section sections clause clauses article articles paragraph paragraphs item "
         "items schedule exhibit annex appendix rule rules part parts chapter no no. "
         "number nos page pages note notes table figure version release step phase "
         "unit units suite floor room route highway box lot tranche series class usd eur gbp "
-        "chf jpy cad aud inr rs us$ c$ a$ model code form".split()
+        "chf jpy cad aud inr rs us$ c$ a$ model code form"
     ),
     ambiguous=frozenset(["may", "march", "second", "seconds", "fall", "spring"]),
     future_markers=(
-        r"\b(?:will|won't|shall|'ll|going to|scheduled to|set to|is to|are to|due to|"
-        r"plans? to|intends? to|expects? to|tomorrow)\b"
+        r"\b(?:will|won't|shall|'ll|going to|(?<!been )(?:scheduled|set|due) to|is to|are to|"
+        r"(?:plan|intend|expect|hope|aim)(?:s|ed|ing)? to|is expected|are expected|until|"
+        r"till|as soon as|no later than|not later than|tomorrow)\b"
     ),
     past_markers=(
         r"\b(?:said|says|was|were|had|did|ago|last|yesterday|earlier|reported|announced|"
@@ -436,27 +456,47 @@ LANGUAGE = Language(
     day_first=False,
     extra_heads={"nineteen": "spoken", "eighteen": "spoken", "thousand": "spoken"},
     head_guards={
-        "period": frozenset("# latest same comparable corresponding year-ago year-earlier "
-                            "prior-year".split()),
-        "periods": frozenset("# latest same comparable corresponding".split()),
-        "future": frozenset("the near foreseeable distant".split()),
-        "present": frozenset("the at".split()),
+        "period": words("# latest same comparable corresponding year-ago year-earlier prior-year"),
+        "periods": words("# latest same comparable corresponding"),
+        "future": words("the near foreseeable distant"),
+        "present": words("the at"),
         "past": frozenset(["the"]),
         "moment": frozenset(["the"]),
         "second": frozenset(["#"]),
         "seconds": frozenset(["#"]),
-        "half": frozenset("first second last latter 1st 2nd".split()),
-        "fall": frozenset("# the this last next in early late mid of since until by "
-                          "during".split()),
-        "spring": frozenset("# the this last next in early late mid of since until by "
-                            "during".split()),
+        "half": words("first second last latter 1st 2nd"),
+        "fall": words("# the this last next in early late mid of since until by during"),
+        "spring": words("# the this last next in early late mid of since until by during"),
         "eve": frozenset(["christmas", "year's"]),
     },
-    exclusions=(r"now,?\s+therefore\b",),
-    amount_words=frozenset(
+    exclusions={"now": r"now,?\s+therefore\b"},
+    definite=frozenset(["the"]),
+    indefinite=frozenset(["a", "an"]),
+    plural_units=frozenset(w for w in UNITS if w.endswith("s") and w[:-1] in UNITS)
+    | frozenset(["centuries"]),
+    directions={
+        "ago": (-1, True),
+        "back": (-1, True),
+        "earlier": (-1, False),
+        "hence": (1, True),
+        "from now": (1, True),
+        "from today": (1, True),
+    },
+    anaphoric_shifts=frozenset(["following", "previous", "preceding", "prior", "same", "that"]),
+    latest_shifts=frozenset(["latest"]),
+    span_shifts=frozenset(["past", "last", "next", "coming"]),
+    deictic_parts={"tonight": "NI"},
+    multipliers={"hundred": 100, "thousand": 1000},
+    connectors=frozenset(["and"]),
+    rate_words=words("million billion thousand hundred percent cents dollars times once twice %"),
+    partitives=frozenset(["of"]),
+    time_prepositions=TIME_PREPOSITIONS,
+    year_prepositions=words("in since until till by from of during before after"),
+    clock_prepositions=words("at by from until till to before after around about"),
+    amount_words=words(
         "shares share units unit dollars euros pounds yen copies people persons employees "
         "members customers users items pieces tons tonnes acres feet square miles metres "
         "meters kilometres kilometers gallons barrels points votes seats rooms beds "
-        "licenses licences".split()
+        "licenses licences"
     ),
 )
