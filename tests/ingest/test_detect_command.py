@@ -110,8 +110,8 @@ def test_dates_index_the_stored_text_front_matter_included(docs):
 def test_facts_and_ambiguities_are_ingests(docs):
     nda = by_file(detect_json(str(docs / "contracts")))[f"{docs.as_posix()}/contracts/nda.txt"]
     facts = {f["key"]: f for f in nda["facts"]}
-    assert facts["signature"]["validFrom"] == day_us(date(2026, 6, 12))
-    assert facts["signature"]["labels"] == ["SIGNATURE_DATE"]
+    assert facts["date"]["validFrom"] == day_us(date(2026, 6, 12))
+    assert facts["date"]["labels"] == ["DOCUMENT_DATE"]
     [ambiguity] = nda["ambiguities"]
     assert ambiguity["kind"] == "conflicting_dates"
     assert [c["label"] for c in ambiguity["candidates"]] == [
@@ -214,3 +214,30 @@ def test_a_missing_path_is_bad_usage(args):
         call_command("detect", *args, "--json", stdout=io.StringIO())
     assert exc.value.returncode == 2
     assert _every_row() == rows
+
+
+CONTRACT = (
+    "SUPPLY AGREEMENT\n\nThis Supply Agreement is made as of the 2nd day of March, 2015 "
+    "(the \"Effective Date\") by and between Northwind Tools, Inc. and Quarry Lane Ltd.\n\n"
+    "4. Term. This Agreement shall continue for three (3) years and shall automatically "
+    "renew for successive one (1) year periods unless either party gives ninety (90) days' "
+    "written notice.\n"
+)
+
+
+def test_a_contracts_term_and_date(tmp_path):
+    path = tmp_path / "supply.txt"
+    path.write_text(CONTRACT)
+    [result] = detect_json(str(path), "--root", str(tmp_path))["results"]
+    facts = {f["key"]: f for f in result["facts"]}
+    assert list(facts) == ["term", "date"]
+    term, made = facts["term"], facts["date"]
+    assert term["labels"] == ["DOCUMENT_TERM"] and made["labels"] == ["DOCUMENT_DATE"]
+    assert (term["validFrom"], term["validTo"]) == (
+        day_us(date(2015, 3, 2)),
+        day_us(date(2018, 3, 2)),  # exclusive: the day after the last day of the term
+    )
+    assert term["properties"]["renewal"] == {"every": "P1Y", "noticeDays": 90}
+    assert (made["validFrom"], made["validTo"]) == (day_us(date(2015, 3, 2)), None)
+    assert made["excerpt"] == "the 2nd day of March, 2015"
+    assert result["ambiguities"] == []  # a stated, consistent date opens nothing
