@@ -253,9 +253,10 @@ RELATIVE_CUES = {"next_quarter": "next quarter", "days_after_anchor": "within",
                  "start_of_next_month": "next month"}
 
 
-def _relative_matches(text: str) -> list[tuple[re.Match[str], str]]:
-    """The first match of each relative phrase in the text (pattern, name)."""
-    low = text.lower()
+def _relative_matches(text: str, low: str | None = None) -> list[tuple[re.Match[str], str]]:
+    """The first match of each relative phrase in the text (pattern, name); `low` is
+    the text lower-cased, when the caller has it."""
+    low = low if low is not None else text.lower()
     found = []
     for name, pattern in RELATIVE_RULES:
         cue = RELATIVE_CUES[name]
@@ -275,12 +276,13 @@ def rule_relative_phrase(
     document_date: date | None,
     offset: int,
     file_date: date | None = None,
+    low: str | None = None,
 ) -> Finding | None:
     """The first anchored relative phrase of the text → `relative_date`, candidates counted
     from the anchor, the best guess first. "within N days of the effective date" counts
     from the effective date when the document states one. No anchor, no finding."""
     anchors = relative_anchors(roles, document_date, file_date)
-    matches = _relative_matches(text)
+    matches = _relative_matches(text, low)
     if not matches:
         return None
     m, name = min(matches, key=lambda item: item[0].start())
@@ -372,7 +374,7 @@ def acl_of(meta: dict[str, Any]) -> list[str]:
 
 
 def _people(
-    meta: dict[str, Any], body: str, people_by_name: dict[str, str]
+    meta: dict[str, Any], body: str, people_by_name: dict[str, str], low: str | None = None
 ) -> list[tuple[str, str, PersonRef]]:
     """Front matter author/owner, "signed by NAME" and e-mail addresses in the body."""
     refs: list[tuple[str, str, PersonRef]] = []
@@ -387,7 +389,7 @@ def _people(
         values = meta.get(field_name)
         for value in values if isinstance(values, list) else [values] if values else []:
             refs.append(("*", edge, ref(str(value))))
-    for m in _around(body, body.lower(), "signed by", SIGNER, 20, 80):
+    for m in _around(body, low if low is not None else body.lower(), "signed by", SIGNER, 20, 80):
         refs.append(("*", "NAMES", ref(m.group("name"))))
     for m in _around(body, body, "@", EMAIL, 64, 256):
         refs.append(("*", "MENTIONS", PersonRef(email=m.group(0).lower())))
@@ -439,7 +441,7 @@ def _timexes(
             continue
         a = max(a, end)
         for t in tag(text[offset + a : offset + b], reference=reference):
-            found.append(replace(t, start=t.start + offset + a, end=t.end + offset + a))
+            found.append(t._replace(start=t.start + offset + a, end=t.end + offset + a))
         end = b
     return found
 
@@ -469,7 +471,7 @@ def _date_fact(
 
 def _term_question(
     body: str, dd: DocumentDates, roles: dict[str, Timex], conflicts: list[Finding],
-    anchors: tuple[date | None, date | None], offset: int,
+    anchors: tuple[date | None, date | None], offset: int, low: str,
 ) -> Finding | None:
     """The term's one question: effective vs commencement in conflict; else the
     contract's (a blank or event-tied start); else, when the contract states no start,
@@ -482,7 +484,7 @@ def _term_question(
     if own is not None or dd.known_start:
         return own
     document_date, file_date = anchors
-    found = rule_relative_phrase(body, roles, document_date, offset, file_date)
+    found = rule_relative_phrase(body, roles, document_date, offset, file_date, low=low)
     if found is not None and found.rule.endswith("days_after_anchor") and dd.made:
         return None  # a deadline counted from signing, in a dated contract: not its start
     return found
@@ -549,7 +551,8 @@ def detect_text(
     roles = role_dates(body, dates)
     conflicts = rule_conflicting_roles(body, roles, year_hint, offset)
     made, date_question = _date_fact(dd, roles, conflicts, title, stated, year_hint, offset)
-    question = _term_question(body, dd, roles, conflicts, (document_date, file_date), offset)
+    anchors = (document_date, file_date)
+    question = _term_question(body, dd, roles, conflicts, anchors, offset, sites.low)
     ctx = {"year_hint": year_hint, "offset": offset, "made": made.valid_from, "title": title,
            "stated": stated, "file_date": file_date, "created": created}
     term, term_question = _term_fact(text, body, dd, roles, dates, question, ctx)
@@ -558,7 +561,7 @@ def detect_text(
         text=text,
         facts=[term, made],
         findings=[f for f in (date_question, term_question) if f is not None],
-        people=_people(meta, body, people_by_name or {}),
+        people=_people(meta, body, people_by_name or {}, sites.low),
         acl=acl_of(meta),
         restriction=str(meta["restriction"]) if meta.get("restriction") else None,
         reference=year_hint,

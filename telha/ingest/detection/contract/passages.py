@@ -78,26 +78,25 @@ def _positions(low: str, literal: str, ranges: list[tuple[int, int]]) -> list[in
     return found
 
 
-def find_cues(low: str) -> dict[str, list[int]]:
-    """Every position where a cue literal of each kind starts a word, in order, within
-    the kind's range (RANGES); a kind keeps at most MAX_SITES positions."""
+def find_cues(low: str, kinds: tuple[str, ...] = tuple(CUES)) -> dict[str, list[int]]:
+    """Every position where a cue literal of each of `kinds` starts a word, in order,
+    within the kind's range (RANGES); a kind keeps at most MAX_SITES positions. A
+    derived kind (DERIVED) gets the positions its source kind finds."""
     n = len(low)
     spans = {
         "head": [(0, min(n, HEAD))],
         "tail": [(0, min(n, HEAD)), (max(HEAD, n // 2), n)] if n > HEAD else [(0, n)],
         "": [(0, n)],
     }
-    found: dict[str, list[int]] = {kind: [] for kind in CUES}
-    for kind, literals in CUES.items():
-        for literal in literals:
+    found: dict[str, list[int]] = {kind: [] for kind in kinds}
+    for kind in kinds:
+        for literal in CUES[kind]:
             positions = _positions(low, literal, spans[RANGES.get(kind, "")])
             found[kind] += positions
             for (source, prefix), target in DERIVED.items():
-                if source == kind and literal != prefix:
+                if source == kind and target in found and literal != prefix:
                     found[target] += [i for i in positions if low.startswith(prefix, i)]
-    for kind in found:
-        found[kind] = sorted(set(found[kind]))[: MAX_SITES[kind]]
-    return found
+    return {kind: sorted(set(at))[: MAX_SITES[kind]] for kind, at in found.items()}
 
 
 def _token_ok(low: str, i: int, literal: str) -> bool:
@@ -139,11 +138,21 @@ def sentence_bounds(low: str, pos: int) -> tuple[int, int]:
 
 @dataclass
 class Sites:
-    """The cue positions of one text and the passages cut around them."""
+    """The cue positions of one text, found per kind when first asked for (a contract
+    whose date and start are settled never looks for its signatures), and the passages
+    cut around them."""
 
     low: str
-    cues: dict[str, list[int]]
+    found: dict[str, list[int]] = field(default_factory=dict)
     bounds: dict[int, tuple[int, int]] = field(default_factory=dict)
+
+    def cues(self, kind: str) -> list[int]:
+        """The positions of one kind's cues (see find_cues)."""
+        if kind not in self.found:
+            wanted = (kind, "effective") if kind in ("definition", "term") else (kind,)
+            for k, at in find_cues(self.low, wanted).items():
+                self.found.setdefault(k, at)
+        return self.found[kind]
 
     def passage(self, pos: int) -> tuple[int, int]:
         """The bounded sentence around a cue (cut once per position)."""
@@ -156,7 +165,7 @@ class Sites:
         """(cue, start, end) of each passage of a kind, in text order, each sentence
         once."""
         seen: set[tuple[int, int]] = set()
-        for pos in self.cues.get(kind, ()):
+        for pos in self.cues(kind):
             bounds = self.passage(pos)
             if bounds not in seen:
                 seen.add(bounds)
@@ -164,6 +173,5 @@ class Sites:
 
 
 def find_sites(text: str) -> Sites:
-    """The cue positions of a text (see CUES)."""
-    low = lowered(text)
-    return Sites(low=low, cues=find_cues(low))
+    """The text's sites (cues are found when first asked for)."""
+    return Sites(low=lowered(text))

@@ -208,7 +208,7 @@ def _term_clause(sites: Sites) -> tuple[tuple[int, int] | None, End | None]:
     first: tuple[int, int] | None = None
     found: list[tuple[int, int, tuple[int, int], End]] = []
     seen: set[tuple[int, int]] = set()
-    for pos in sites.cues.get("term", ()):
+    for pos in sites.cues("term"):
         if not is_term_clause(low, max(0, pos - 160), pos + 280, near=pos):
             continue  # a first look without cutting the sentence
         a, b = sites.passage(pos)
@@ -277,10 +277,10 @@ def _signatures(sites: Sites) -> list[Written]:
     """The dates of the signature block: "Date: …" fields after the last "IN WITNESS
     WHEREOF" (or in the text's second half), and a date the testimonium gives."""
     low = sites.low
-    witness = [p for p in sites.cues.get("signature", ()) if low.startswith("in witness", p)]
+    witness = [p for p in sites.cues("signature") if low.startswith("in witness", p)]
     floor = witness[-1] if witness else len(low) // 2
     found: list[Written] = []
-    for pos in sites.cues.get("signature", ()):
+    for pos in sites.cues("signature"):
         if pos < floor:
             continue
         if low.startswith("in witness", pos):
@@ -320,6 +320,18 @@ def settle_order(low: str, w: Written) -> Written:
     return w
 
 
+def _needs_signatures(reading: ContractReading) -> bool:
+    """Whether the signature block has anything to add: no date of making, a blank or
+    two-way one, or a start tied to an event (the signatures are its candidates)."""
+    made, start = reading.made, reading.start
+    return (
+        made is None
+        or made.written.day is None
+        or reading.anchor is not None
+        or (start is not None and start.written.day is None)
+    )
+
+
 def read_contract(sites: Sites) -> ContractReading:
     """The contract's dates by the module's precedence."""
     low = sites.low
@@ -329,16 +341,17 @@ def read_contract(sites: Sites) -> ContractReading:
     reading = ContractReading(end=end, clause=clause)
     reading.made = made or _title_date(sites) or defined_made or defined_effective
     reading.start = defined_effective or preamble_effective or _term_start(sites, clause)
-    reading.signatures = [settle_order(low, w) for w in _signatures(sites)]
-    if reading.made is None and reading.signatures:
-        dated = [w for w in reading.signatures if w.day]
-        latest = max(dated, key=lambda w: w.day) if dated else reading.signatures[0]  # type: ignore[arg-type, return-value]
-        reading.made = Stated(latest, "signature")
     if reading.made is not None and reading.made.written.readings:
         reading.made = Stated(settle_order(low, reading.made.written), reading.made.why)
     if reading.start is not None and reading.start.written.readings:
         reading.start = Stated(settle_order(low, reading.start.written), reading.start.why)
     if reading.start is None:
         reading.anchor = _anchor(sites)
+    if _needs_signatures(reading):
+        reading.signatures = [settle_order(low, w) for w in _signatures(sites)]
+    if reading.made is None and reading.signatures:
+        dated = [w for w in reading.signatures if w.day]
+        latest = max(dated, key=lambda w: w.day or w.start) if dated else reading.signatures[0]
+        reading.made = Stated(latest, "signature")
     reading.renewal = _renewal(sites, clause, end)
     return reading
