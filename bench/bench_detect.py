@@ -81,8 +81,9 @@ def _pdf_all(paths: list[Path]) -> tuple[list[dict[str, Any]], float, float, int
         cpu = time.process_time()
         extracted = extract(data, path.name)
         middle = time.process_time()
-        detection = detect_document(extracted, filename=path.name, file_date=None,
-                                    people_by_name={})
+        detection = detect_document(
+            extracted, filename=path.name, file_date=None, people_by_name={}
+        )
         detecting += time.process_time() - middle
         extracting += middle - cpu
         chars += len(extracted.text)
@@ -108,14 +109,20 @@ def score(results: list[dict[str, Any]], corpus: Path, only: set[str] | None = N
         (folder / "detect.json").write_text(json.dumps({"results": results}))
         out = subprocess.run(
             [sys.executable, str(folder / "score.py"), str(folder / "detect.json")],
-            capture_output=True, text=True, check=False,
+            capture_output=True,
+            text=True,
+            check=False,
         ).stdout
     measures = {}
     for line in out.splitlines():
         name, fraction, rate, *_ = line.split()
         hits, of = fraction.split("/")
-        measures[name] = {"hits": int(hits), "of": int(of), "rate": float(rate.rstrip("%")),
-                          "met": " met " in line}
+        measures[name] = {
+            "hits": int(hits),
+            "of": int(of),
+            "rate": float(rate.rstrip("%")),
+            "met": " met " in line,
+        }
     return {"measures": measures, "table": out}
 
 
@@ -150,8 +157,12 @@ def run() -> dict[str, Any]:
     corpus = cuad_dir()
     if not (corpus / "gold.csv").exists():
         return _support.result(
-            name="detect", title="Detection on CUAD contracts (issue 30)", figures={},
-            target=None, passed=None, seconds=time.perf_counter() - started,
+            name="detect",
+            title="Detection on CUAD contracts (issue 30)",
+            figures={},
+            target=None,
+            passed=None,
+            seconds=time.perf_counter() - started,
             summary=f"skipped: the CUAD corpus is not at {corpus} (set CUAD_DIR to a folder "
             "with gold.csv, score.py, txt/ and pdf/)",
         )

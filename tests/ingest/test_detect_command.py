@@ -218,7 +218,7 @@ def test_a_missing_path_is_bad_usage(args):
 
 CONTRACT = (
     "SUPPLY AGREEMENT\n\nThis Supply Agreement is made as of the 2nd day of March, 2015 "
-    "(the \"Effective Date\") by and between Northwind Tools, Inc. and Quarry Lane Ltd.\n\n"
+    '(the "Effective Date") by and between Northwind Tools, Inc. and Quarry Lane Ltd.\n\n'
     "4. Term. This Agreement shall continue for three (3) years and shall automatically "
     "renew for successive one (1) year periods unless either party gives ninety (90) days' "
     "written notice.\n"

@@ -102,7 +102,7 @@ def test_lengths(text, amount, unit):
 DATED = [
     (
         "made-and-entered-into-as-of",
-        COVER + 'This Supply Agreement is made and entered into as of April 3, 2017 (the '
+        COVER + "This Supply Agreement is made and entered into as of April 3, 2017 (the "
         '"Effective Date")' + PARTIES,
         date(2017, 4, 3),
         date(2017, 4, 3),
@@ -115,14 +115,16 @@ DATED = [
     ),
     (
         "dated-and-effective-differ",
-        COVER + 'This Supply Agreement, dated March 2, 2020 and effective as of April 1, 2020 '
+        COVER + "This Supply Agreement, dated March 2, 2020 and effective as of April 1, 2020 "
         '(the "Effective Date"),' + PARTIES,
         date(2020, 3, 2),
         date(2020, 4, 1),
     ),
     (
         "effective-date-defined-later",
-        COVER + "This Supply Agreement is made on 14 May 2019" + PARTIES
+        COVER
+        + "This Supply Agreement is made on 14 May 2019"
+        + PARTIES
         + '"Effective Date" means June 1, 2019.\n',
         date(2019, 5, 14),
         date(2019, 6, 1),
@@ -142,7 +144,9 @@ DATED = [
     ),
     (
         "commencement-in-the-term-clause",
-        COVER + "This Supply Agreement is made as of May 5, 2010" + PARTIES
+        COVER
+        + "This Supply Agreement is made as of May 5, 2010"
+        + PARTIES
         + "2. Term. The term of this Agreement shall commence on July 1, 2010 and shall "
         "continue for three (3) years.\n",
         date(2010, 5, 5),
@@ -194,7 +198,8 @@ def test_a_letter_cited_by_date_is_not_the_contracts():
 
 def test_numeric_order_settled_by_another_date_of_the_document():
     text = (
-        "SUPPLY AGREEMENT\n\nDated 4/5/19\n\nThe parties below agree as follows.\n" + "x " * 30
+        "SUPPLY AGREEMENT\n\nDated 4/5/19\n\nThe parties below agree as follows.\n"
+        + "x " * 30
         + "\nInvoices issued on 28/2/19 stay payable.\n"
     )
     facts, questions = run(text)
@@ -215,7 +220,10 @@ def test_numeric_order_unsettled_is_a_question_with_both_readings():
 
 def test_a_blank_day_is_one_question_with_the_signature_date_as_candidate():
     text = (
-        COVER + "This Supply Agreement is made as of March __, 2014" + PARTIES + "x " * 40
+        COVER
+        + "This Supply Agreement is made as of March __, 2014"
+        + PARTIES
+        + "x " * 40
         + "\nIN WITNESS WHEREOF the parties have signed below.\nBy: A. Signer\nDate: March 18,"
         " 2014\n"
     )
@@ -239,7 +247,9 @@ def test_a_blank_year_only_date_is_a_question():
 
 def test_a_start_tied_to_an_undated_event_is_a_relative_date():
     text = (
-        COVER + "This Supply Agreement is made as of October 2, 2018" + PARTIES
+        COVER
+        + "This Supply Agreement is made as of October 2, 2018"
+        + PARTIES
         + '"Effective Date" means the Closing Date under the Share Purchase Agreement.\n'
     )
     facts, questions = run(text)
@@ -252,8 +262,10 @@ def test_a_start_tied_to_an_undated_event_is_a_relative_date():
 def test_a_start_tied_to_the_last_signature_takes_the_latest_signature():
     text = (
         COVER + "This Supply Agreement is between the parties below.\n\n"
-        '"Effective Date" means the date of the last signature below.\n' + "x " * 40
-        + "\nIN WITNESS WHEREOF the parties have signed below.\nDate: May 2, 2016\nDate: May 9, 2016\n"
+        '"Effective Date" means the date of the last signature below.\n'
+        + "x " * 40
+        + "\nIN WITNESS WHEREOF the parties have signed below.\n"
+        + "Date: May 2, 2016\nDate: May 9, 2016\n"
     )
     facts, questions = run(text)
     assert facts["term"].valid_from == date(2016, 5, 9)
@@ -262,7 +274,9 @@ def test_a_start_tied_to_the_last_signature_takes_the_latest_signature():
 
 def test_upon_execution_with_a_stated_date_opens_nothing():
     text = (
-        COVER + "This Supply Agreement is entered into this 6th day of May, 2011" + PARTIES
+        COVER
+        + "This Supply Agreement is entered into this 6th day of May, 2011"
+        + PARTIES
         + "This Agreement shall become effective upon its execution by both parties.\n"
     )
     facts, questions = run(text)
@@ -272,7 +286,9 @@ def test_upon_execution_with_a_stated_date_opens_nothing():
 
 # --- the end of the initial term, renewals ------------------------------------------------------
 
-PREAMBLE = COVER + 'This Supply Agreement is made as of March 10, 2014 (the "Effective Date")' + PARTIES
+PREAMBLE = (
+    COVER + 'This Supply Agreement is made as of March 10, 2014 (the "Effective Date")' + PARTIES
+)
 
 ENDS = [
     (
@@ -286,8 +302,11 @@ ENDS = [
         "This Agreement shall remain in effect for a period of eighteen (18) months.",
         date(2015, 9, 10),
     ),
-    ("through-a-date-is-exclusive", "This Agreement shall continue through June 30, 2016.",
-     date(2016, 7, 1)),
+    (
+        "through-a-date-is-exclusive",
+        "This Agreement shall continue through June 30, 2016.",
+        date(2016, 7, 1),
+    ),
     ("expire-on", "The Term shall expire on December 31, 2019.", date(2020, 1, 1)),
     (
         "anniversary",
@@ -363,7 +382,10 @@ def test_a_contract_without_any_date_is_undated():
 
 def test_a_long_contract_whose_only_date_is_deep_inside_is_not_undated():
     text = (
-        COVER + "This Supply Agreement is between the parties below." + PARTIES + "x " * 3000
+        COVER
+        + "This Supply Agreement is between the parties below."
+        + PARTIES
+        + "x " * 3000
         + "\nThe parties met on 4 April 2022 to agree these terms.\n"
     )
     _, questions = run(text, file_date=date(2026, 9, 1))

@@ -61,16 +61,15 @@ def _blank_candidates(w: Written, signatures: list[Written]) -> list[Candidate]:
         what = "as written" if w.dom else "the day is blank"
         candidates.append(Candidate(f"{label_with_year(first)} ({what})", first))
     elif w.year:
-        candidates.append(Candidate(f"1 January {w.year} (only the year is written)",
-                                    date(w.year, 1, 1)))
+        candidates.append(
+            Candidate(f"1 January {w.year} (only the year is written)", date(w.year, 1, 1))
+        )
     unique = {c.valid_from: c for c in reversed(candidates)}
     ordered = [c for c in candidates if unique.get(c.valid_from) is c]
     return ordered or [Candidate("the date is left blank")]
 
 
-def _question(
-    fact: str, rule: str, w: Written, signatures: list[Written], offset: int
-) -> Finding:
+def _question(fact: str, rule: str, w: Written, signatures: list[Written], offset: int) -> Finding:
     """The one question about a date the document writes but does not pin."""
     span = _shift((w.start, w.end), offset)
     if w.readings:
@@ -80,13 +79,16 @@ def _question(
             for d, why in zip(w.readings, labels, strict=False)
         ]
         detector, applied = TWO_WAY
-        return Finding(f"{rule}:two_way", fact, "conflicting_dates", candidates, detector,
-                       applied, span)
-    candidates = [Candidate(c.label, c.valid_from, None, span) for c in _blank_candidates(
-        w, signatures)]
+        return Finding(
+            f"{rule}:two_way", fact, "conflicting_dates", candidates, detector, applied, span
+        )
+    candidates = [
+        Candidate(c.label, c.valid_from, None, span) for c in _blank_candidates(w, signatures)
+    ]
     detector, applied = BLANK
-    return Finding(f"{rule}:blank", fact, "low_confidence_extraction", candidates, detector,
-                   applied, span)
+    return Finding(
+        f"{rule}:blank", fact, "low_confidence_extraction", candidates, detector, applied, span
+    )
 
 
 def _tied_question(reading: ContractReading, made: date | None, offset: int) -> Finding:
@@ -96,16 +98,22 @@ def _tied_question(reading: ContractReading, made: date | None, offset: int) -> 
     span = _shift((reading.anchor.start, reading.anchor.end), offset)
     candidates = []
     if made is not None:
-        candidates.append(Candidate(f"{label_with_year(made)} (the document's date)", made,
-                                    None, span))
+        candidates.append(
+            Candidate(f"{label_with_year(made)} (the document's date)", made, None, span)
+        )
     for s in reading.signatures:
         if s.day and all(c.valid_from != s.day for c in candidates):
-            candidates.append(Candidate(f"{label_with_year(s.day)} (signature)", s.day, None,
-                                        span))
+            candidates.append(Candidate(f"{label_with_year(s.day)} (signature)", s.day, None, span))
     detector, applied = TIED
-    return Finding("contract:tied_start", "term", "relative_date",
-                   candidates or [Candidate("the event is not dated in the document")],
-                   detector, applied, span)
+    return Finding(
+        "contract:tied_start",
+        "term",
+        "relative_date",
+        candidates or [Candidate("the event is not dated in the document")],
+        detector,
+        applied,
+        span,
+    )
 
 
 def _latest(signatures: list[Written]) -> date | None:
@@ -160,19 +168,32 @@ def document_dates(reading: ContractReading, offset: int) -> DocumentDates:
     return out
 
 
-def term_fact(dd: DocumentDates, title: str, start: date | None,
-              span: tuple[int, int] | None) -> Fact:
+def term_fact(
+    dd: DocumentDates, title: str, start: date | None, span: tuple[int, int] | None
+) -> Fact:
     """The `term` fact: from `start` to the exclusive end of the initial term."""
     properties: dict[str, object] = {"name": f"{title} — effective period", "document": title}
     if dd.renewal is not None:
         properties["renewal"] = dd.renewal
     end = dd.end if start is None or dd.end is None or dd.end > start else None
-    return Fact(key="term", labels=["DOCUMENT_TERM"], properties=properties,
-                valid_from=start, valid_to=end, confidence=0.9, span=span)
+    return Fact(
+        key="term",
+        labels=["DOCUMENT_TERM"],
+        properties=properties,
+        valid_from=start,
+        valid_to=end,
+        confidence=0.9,
+        span=span,
+    )
 
 
 def date_fact(title: str, made: date | None, span: tuple[int, int] | None) -> Fact:
     """The `date` fact: the day the document was made or signed."""
-    return Fact(key="date", labels=["DOCUMENT_DATE"],
-                properties={"name": f"{title} — document date", "document": title},
-                valid_from=made, confidence=0.9, span=span)
+    return Fact(
+        key="date",
+        labels=["DOCUMENT_DATE"],
+        properties={"name": f"{title} — document date", "document": title},
+        valid_from=made,
+        confidence=0.9,
+        span=span,
+    )

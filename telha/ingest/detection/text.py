@@ -249,8 +249,11 @@ def _relative_candidates(
 
 # A literal each relative phrase contains, searched for first: the phrase's pattern is
 # then matched only around it, never over the whole text.
-RELATIVE_CUES = {"next_quarter": "next quarter", "days_after_anchor": "within",
-                 "start_of_next_month": "next month"}
+RELATIVE_CUES = {
+    "next_quarter": "next quarter",
+    "days_after_anchor": "within",
+    "start_of_next_month": "next month",
+}
 
 
 def _relative_matches(text: str, low: str | None = None) -> list[tuple[re.Match[str], str]]:
@@ -447,8 +450,13 @@ def _timexes(
 
 
 def _date_fact(
-    dd: DocumentDates, roles: dict[str, Timex], conflicts: list[Finding], title: str,
-    stated: date | None, year_hint: date | None, offset: int,
+    dd: DocumentDates,
+    roles: dict[str, Timex],
+    conflicts: list[Finding],
+    title: str,
+    stated: date | None,
+    year_hint: date | None,
+    offset: int,
 ) -> tuple[Fact, Finding | None]:
     """The `date` fact and its one question: the contract's stated date (its question if
     it is blank or two-way); else the front matter's; else the signatures' (a
@@ -470,8 +478,13 @@ def _date_fact(
 
 
 def _term_question(
-    body: str, dd: DocumentDates, roles: dict[str, Timex], conflicts: list[Finding],
-    anchors: tuple[date | None, date | None], offset: int, low: str,
+    body: str,
+    dd: DocumentDates,
+    roles: dict[str, Timex],
+    conflicts: list[Finding],
+    anchors: tuple[date | None, date | None],
+    offset: int,
+    low: str,
 ) -> Finding | None:
     """The term's one question: effective vs commencement in conflict; else the
     contract's (a blank or event-tied start); else, when the contract states no start,
@@ -491,8 +504,13 @@ def _term_question(
 
 
 def _term_fact(
-    text: str, body: str, dd: DocumentDates, roles: dict[str, Timex], dates: list[Timex],
-    question: Finding | None, ctx: dict[str, Any],
+    text: str,
+    body: str,
+    dd: DocumentDates,
+    roles: dict[str, Timex],
+    dates: list[Timex],
+    question: Finding | None,
+    ctx: dict[str, Any],
 ) -> tuple[Fact, Finding | None]:
     """The `term` fact: the contract's start, else the text's effective/commencement
     date, else the date it was made. With no stated start, a yearless date of the text
@@ -514,7 +532,8 @@ def _term_fact(
     if question is None or question.rule.startswith("contract:"):
         start = start or made  # else the question's phrase says when it starts, not the date
     if question is not None and (
-        question.kind == "conflicting_dates" or (start is None and question.rule.startswith("contract:"))
+        question.kind == "conflicting_dates"
+        or (start is None and question.rule.startswith("contract:"))
     ):
         start = question.candidates[0].valid_from or start
     span = dd.start_span or (dd.clause and (dd.clause[0] + offset, dd.clause[1] + offset))
@@ -553,8 +572,15 @@ def detect_text(
     made, date_question = _date_fact(dd, roles, conflicts, title, stated, year_hint, offset)
     anchors = (document_date, file_date)
     question = _term_question(body, dd, roles, conflicts, anchors, offset, sites.low)
-    ctx = {"year_hint": year_hint, "offset": offset, "made": made.valid_from, "title": title,
-           "stated": stated, "file_date": file_date, "created": created}
+    ctx = {
+        "year_hint": year_hint,
+        "offset": offset,
+        "made": made.valid_from,
+        "title": title,
+        "stated": stated,
+        "file_date": file_date,
+        "created": created,
+    }
     term, term_question = _term_fact(text, body, dd, roles, dates, question, ctx)
     return Detection(
         title=title,

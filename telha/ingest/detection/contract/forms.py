@@ -55,7 +55,9 @@ _MONTH_DAY = (
     rf"(?P<md_month>{MONTH})\s+(?P<md_day>{DAY_NUMBER}|{BLANK})\s*,?\s*"
     rf"(?P<md_year>{YEAR}|{_BLANK_YEAR})"
 )
-_DAY_MONTH = rf"(?P<dm_day>{DAY_NUMBER})\s+(?:of\s+)?(?P<dm_month>{MONTH})\s*,?\s*(?P<dm_year>{YEAR})"
+_DAY_MONTH = (
+    rf"(?P<dm_day>{DAY_NUMBER})\s+(?:of\s+)?(?P<dm_month>{MONTH})\s*,?\s*(?P<dm_year>{YEAR})"
+)
 # A day and month without a year ("this 30th day of April"), and a month and year
 # without a day ("dated July 2013"): dates stated only in part.
 _DAY_OF_NO_YEAR = (
@@ -68,12 +70,25 @@ _NUMERIC = (
     r"(?<![\d/.-])(?P<n1>\d{1,2})(?P<sep>[/.-])(?P<n2>\d{1,2})(?P=sep)(?P<n3>\d{4}|\d\d)"
     r"(?![\d]|[/.-]\d)"
 )
-_ISO = r"(?<![\d-])(?P<iso_y>(?:19|20)\d\d)-(?P<iso_m>0[1-9]|1[0-2])-(?P<iso_d>0[1-9]|[12]\d|3[01])(?!\d)"
+_ISO = (
+    r"(?<![\d-])(?P<iso_y>(?:19|20)\d\d)-(?P<iso_m>0[1-9]|1[0-2])"
+    r"-(?P<iso_d>0[1-9]|[12]\d|3[01])(?!\d)"
+)
 
 CONTRACT_DATE = re.compile(
-    "|".join(f"(?:{p})" for p in (
-        _DAY_OF, _ISO, _NUMERIC, _MONTH_DAY, _DAY_MONTH, _BLANK_DATE, _DAY_OF_NO_YEAR,
-        _MONTH_YEAR))
+    "|".join(
+        f"(?:{p})"
+        for p in (
+            _DAY_OF,
+            _ISO,
+            _NUMERIC,
+            _MONTH_DAY,
+            _DAY_MONTH,
+            _BLANK_DATE,
+            _DAY_OF_NO_YEAR,
+            _MONTH_YEAR,
+        )
+    )
 )
 
 
@@ -114,7 +129,7 @@ def _year_number(text: str | None) -> int | None:
 
 
 def two_digit_year(yy: int) -> int:
-    """A two-digit year of a contract ("3/15/05", "3-5-98"): 1950–2049."""
+    """A two-digit year of a contract ("3/15/05", "3-5-98"): 1950 to 2049."""
     return 2000 + yy if yy < 50 else 1900 + yy
 
 
@@ -163,9 +178,7 @@ def _written(m: re.Match[str]) -> Written | None:
         year, month = _year_number(year_text), _month_number(month_text)
         day_number = _day_number(day_text)
         if year is None or month is None or day_number is None:
-            return Written(
-                m.start(), m.end(), blank=True, year=year, month=month, dom=day_number
-            )
+            return Written(m.start(), m.end(), blank=True, year=year, month=month, dom=day_number)
         day = _safe(year, month, day_number)
         return Written(m.start(), m.end(), day=day) if day else None
     return None
@@ -187,7 +200,8 @@ def _starts(low: str, floor: int, hit: int) -> list[int]:
     the words (and of bracketed or underscored runs) within _REACH before it."""
     lo = max(floor, hit - _REACH)
     starts = [
-        i for i in range(lo, hit)
+        i
+        for i in range(lo, hit)
         if (i == floor or not low[i - 1].isalnum()) and (low[i].isalnum() or low[i] in "_[(*")
     ]
     return [*starts, hit]

@@ -22,8 +22,21 @@ CUES: dict[str, tuple[str, ...]] = {
     # The definitions of the dates that govern it.
     "definition": ("agreement date", "execution date"),
     # The term: how long it runs, when it ends.
-    "term": ("term", "expir", "perpetu", "indefinite", "continu", "remain", "in force",
-             "in effect", "until", "valid", "duration", "period", "conclud"),
+    "term": (
+        "term",
+        "expir",
+        "perpetu",
+        "indefinite",
+        "continu",
+        "remain",
+        "in force",
+        "in effect",
+        "until",
+        "valid",
+        "duration",
+        "period",
+        "conclud",
+    ),
     # Renewal and its notice.
     "renewal": ("renew", "extend"),
     # Signatures: roles ("signed on"), the signature block ("Date: 3/4/11").
@@ -50,8 +63,14 @@ TITLE_BLOCK = 700
 HEAD = 12_000
 # Cues of a kind read per document, in order: the clause that states a date comes
 # early (a definition before its uses, the term clause before the clauses citing it).
-MAX_SITES = {"making": 12, "effective": 16, "definition": 30, "term": 400, "renewal": 12,
-             "signature": 24}
+MAX_SITES = {
+    "making": 12,
+    "effective": 16,
+    "definition": 30,
+    "term": 400,
+    "renewal": 12,
+    "signature": 24,
+}
 
 
 def lowered(text: str) -> str:
@@ -111,7 +130,8 @@ def _token_ok(low: str, i: int, literal: str) -> bool:
     if not after.startswith("inate"):
         return False
     return after.startswith(("inate on", "inates o")) or low[max(0, i - 6) : i] in (
-        "shall ", " will "
+        "shall ",
+        " will ",
     )
 
 

@@ -130,7 +130,9 @@ def _head_dates(sites: Sites) -> tuple[Stated | None, Stated | None]:
         if not speaks_of_itself(low, a, b) or (a >= HEAD and not SELF_EFFECTIVE.search(low, a, b)):
             continue
         roles = [
-            (role_of(low, a, w.start, w.end), w) for w in written_dates(low, a, b) if _usable(low, w)
+            (role_of(low, a, w.start, w.end), w)
+            for w in written_dates(low, a, b)
+            if _usable(low, w)
         ]
         if made is None and a < HEAD:
             first = next((w for r, w in roles if r in ("made", "signed")), None)

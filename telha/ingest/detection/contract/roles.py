@@ -46,8 +46,31 @@ _DOCUMENT = (
 DOCUMENT_NOUN = re.compile(rf"\b{_DOCUMENT}s?\b")
 # What introduces the document a date belongs to, the nearest before its name.
 _INTRODUCERS = frozenset(
-    "this these the that those said such a an each any its their existing original prior "
-    "previous by under in to with of".split()
+    {
+        "this",
+        "these",
+        "the",
+        "that",
+        "those",
+        "said",
+        "such",
+        "a",
+        "an",
+        "each",
+        "any",
+        "its",
+        "their",
+        "existing",
+        "original",
+        "prior",
+        "previous",
+        "by",
+        "under",
+        "in",
+        "to",
+        "with",
+        "of",
+    }
 )
 
 
@@ -93,7 +116,9 @@ def cites_another(low: str, start: int) -> bool:
     floor = max(paragraph, start - 200, 0)
     last = None
     for m in DOCUMENT_NOUN.finditer(low, floor, start):
-        if not re.search(r"\(\s*(?:the\s+|this\s+)?[\"\u201c]?\s*$", low[m.start() - 12 : m.start()]):
+        if not re.search(
+            r"\(\s*(?:the\s+|this\s+)?[\"\u201c]?\s*$", low[m.start() - 12 : m.start()]
+        ):
             last = m
     if last is None:
         return False

@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass
 from datetime import date, timedelta
 
-from .forms import NUMBER_WORDS, ORDINAL_WORDS, Length, Written, lengths, written_dates
 from ..temporal.periods import month_add
+from .forms import NUMBER_WORDS, ORDINAL_WORDS, Length, Written, lengths, written_dates
 from .roles import role_of
 
 # The subject of a term clause: the contract ("This Agreement shall continue …") or its
@@ -42,8 +42,21 @@ TERM_SUBJECT = re.compile(
 # The words that may qualify a term that is the contract's ("the initial Term"); any
 # other ("the Royalty Term", "the Shipping Term") makes it another term.
 _TERM_QUALIFIERS = frozenset(
-    "the this its initial original effective contract agreement license licence said "
-    "whole entire".split()
+    {
+        "the",
+        "this",
+        "its",
+        "initial",
+        "original",
+        "effective",
+        "contract",
+        "agreement",
+        "license",
+        "licence",
+        "said",
+        "whole",
+        "entire",
+    }
 )
 # A subject governed by a preposition or a verb is no subject: "during the Term of this
 # Agreement", "the representations in this Agreement", "may terminate this Agreement".
@@ -75,8 +88,8 @@ ANNIVERSARY = re.compile(
     r"(?P<card>" + "|".join(sorted(NUMBER_WORDS, key=len, reverse=True)) + r")\s*\(\s*\d{1,2}"
     r"\s*\)[\s-]*year[\s-]+anniversary|"
     r"(?P<n>\d{1,2})\s?(?:st|nd|rd|th|s\s?t|n\s?d|r\s?d|t\s?h)?\s*(?:\([^)]{0,8}\)\s*)?"
-    r"(?:[\s-]year\s+)?anniversary|(?P<word>" + "|".join(sorted(ORDINAL_WORDS, key=len,
-                                                             reverse=True))
+    r"(?:[\s-]year\s+)?anniversary|(?P<word>"
+    + "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
     + r")\s*(?:\([^)]{0,8}\)\s*)?(?:[\s-]year\s+)?anniversary"
 )
 # What a length is counted from, right after it: "… from the Effective Date".
@@ -157,9 +170,7 @@ def is_notice(before: str, after: str) -> bool:
     """Whether a length with these words before and after it is a notice period ("at
     least ninety (90) days' prior written notice", "30 days before the end")."""
     return bool(
-        NOTICE_AROUND.match(after)
-        or NOT_TERM_LENGTH.search(before)
-        or "notice" in before[-40:]
+        NOTICE_AROUND.match(after) or NOT_TERM_LENGTH.search(before) or "notice" in before[-40:]
     )
 
 
@@ -203,8 +214,11 @@ def _anchor(low: str, at: int) -> tuple[str, Written | None]:
         return "", days[0]
     if what.startswith(("date hereof", "date of this", "date of the", "date first")):
         return "made", None
-    if re.match(r"(?:last\s+)?(?:effective|commencement|start|execution|signature)\s+date|"
-                r"date\s+of|execution", what):
+    if re.match(
+        r"(?:last\s+)?(?:effective|commencement|start|execution|signature)\s+date|"
+        r"date\s+of|execution",
+        what,
+    ):
         return "start", None
     return ("", None) if EVENT.search(what) else ("start", None)
 
@@ -240,8 +254,9 @@ def _stated_end(low: str, start: int, end: int) -> End | None:
         if day.day is None and not day.blank:
             continue
         between = low[days[i - 1].end : day.start] if i else ""
-        ranged = i > 0 and re.fullmatch(r"\s*(?:to|-|\u2013|through|and\s+ending(?:\s+on)?)\s*",
-                                        between)
+        ranged = i > 0 and re.fullmatch(
+            r"\s*(?:to|-|\u2013|through|and\s+ending(?:\s+on)?)\s*", between
+        )
         if ranged or role_of(low, start, day.start, day.end) == "end":
             return End("date", day.start, day.end, written=day, anchor="")
     return None
@@ -260,8 +275,7 @@ def _anniversary(low: str, start: int, end: int) -> End | None:
     anchor, day = _anchor(low, m.end())
     if day is not None:
         return End("anniversary", m.start(), m.end(), written=day, years=years, anchor="")
-    return End("anniversary" if anchor else "event", m.start(), m.end(), years=years,
-               anchor=anchor)
+    return End("anniversary" if anchor else "event", m.start(), m.end(), years=years, anchor=anchor)
 
 
 def term_end(low: str, start: int, end: int) -> End | None:
