@@ -22,21 +22,7 @@ CUES: dict[str, tuple[str, ...]] = {
     # The definitions of the dates that govern it.
     "definition": ("agreement date", "execution date"),
     # The term: how long it runs, when it ends.
-    "term": (
-        "term",
-        "expir",
-        "perpetu",
-        "indefinite",
-        "continu",
-        "remain",
-        "in force",
-        "in effect",
-        "until",
-        "valid",
-        "duration",
-        "period",
-        "conclud",
-    ),
+    "term": ("term", "expir", "perpetu", "continu", "remain", "until", "period"),
     # Renewal and its notice.
     "renewal": ("renew", "extend"),
     # Signatures: roles ("signed on"), the signature block ("Date: 3/4/11").
@@ -52,7 +38,6 @@ DERIVED = {
     ("effective", "effective date"): "definition",
     ("effective", "commencement date"): "definition",
     ("effective", "commenc"): "term",
-    ("term", "terminat"): "term",
 }
 # How far a passage reaches from its cue (a sentence, bounded: contracts wrap lines
 # with runs of spaces, and a missing full stop must not make a passage the whole text).
@@ -97,25 +82,26 @@ def _positions(low: str, literal: str, ranges: list[tuple[int, int]]) -> list[in
     return found
 
 
-def find_cues(low: str, kinds: tuple[str, ...] = tuple(CUES)) -> dict[str, list[int]]:
+def find_cues(
+    low: str, kinds: tuple[str, ...] = tuple(CUES), cap: bool = True
+) -> dict[str, list[int]]:
     """Every position where a cue literal of each of `kinds` starts a word, in order,
-    within the kind's range (RANGES); a kind keeps at most MAX_SITES positions. A
-    derived kind (DERIVED) gets the positions its source kind finds."""
+    within the kind's range (RANGES); a kind keeps at most MAX_SITES positions (all of
+    them without `cap`). Derived cues (DERIVED) are added by `Sites.cues`, or here
+    within one kind ("terminat" among the "term" cues)."""
     n = len(low)
     spans = {
         "head": [(0, min(n, HEAD))],
         "tail": [(0, min(n, HEAD)), (max(HEAD, n // 2), n)] if n > HEAD else [(0, n)],
         "": [(0, n)],
     }
-    found: dict[str, list[int]] = {kind: [] for kind in kinds}
+    found: dict[str, list[int]] = {}
     for kind in kinds:
+        at = []
         for literal in CUES[kind]:
-            positions = _positions(low, literal, spans[RANGES.get(kind, "")])
-            found[kind] += positions
-            for (source, prefix), target in DERIVED.items():
-                if source == kind and target in found and literal != prefix:
-                    found[target] += [i for i in positions if low.startswith(prefix, i)]
-    return {kind: sorted(set(at))[: MAX_SITES[kind]] for kind, at in found.items()}
+            at += _positions(low, literal, spans[RANGES.get(kind, "")])
+        found[kind] = sorted(set(at))[: MAX_SITES[kind] if cap else None]
+    return found
 
 
 def _token_ok(low: str, i: int, literal: str) -> bool:
@@ -167,12 +153,22 @@ class Sites:
     bounds: dict[int, tuple[int, int]] = field(default_factory=dict)
 
     def cues(self, kind: str) -> list[int]:
-        """The positions of one kind's cues (see find_cues)."""
+        """The positions of one kind's cues (see find_cues), with those DERIVED from
+        another kind's."""
         if kind not in self.found:
-            wanted = (kind, "effective") if kind in ("definition", "term") else (kind,)
-            for k, at in find_cues(self.low, wanted).items():
-                self.found.setdefault(k, at)
+            own = list(self.raw(kind))
+            for (source, prefix), target in DERIVED.items():
+                if target == kind and source != kind:
+                    own += [i for i in self.raw(source) if self.low.startswith(prefix, i)]
+            self.found[kind] = sorted(set(own))[: MAX_SITES[kind]]
         return self.found[kind]
+
+    def raw(self, kind: str) -> list[int]:
+        """A kind's own cue positions, uncapped (what derived kinds are taken from)."""
+        key = f"raw:{kind}"
+        if key not in self.found:
+            self.found[key] = find_cues(self.low, (kind,), cap=False)[kind]
+        return self.found[key]
 
     def passage(self, pos: int) -> tuple[int, int]:
         """The bounded sentence around a cue (cut once per position)."""

@@ -162,7 +162,9 @@ def _defined_dates(sites: Sites) -> tuple[Stated | None, Stated | None]:
     low = sites.low
     made: Stated | None = None
     effective: Stated | None = None
-    for _, a, b in sites.passages("definition"):
+    for pos, a, b in sites.passages("definition"):
+        if not _defines(low, pos):
+            continue  # the name used, not defined: "on the Effective Date"
         for w in written_dates(low, a, b):
             name = defined_name(low, w.end) or _named_before(low, a, w.start)
             if not name or not _usable(low, w):
@@ -179,6 +181,21 @@ _NAMED = re.compile(
     r"[\"\u201c\u201d]?\s*(?:\)\s*)?(?:shall\s+)?(?:mean|means|is|shall\s+be|will\s+be|:)"
     r"\s*(?::\s*)?(?:the\s+)?(?:\d{1,2}:\d\d\s*[ap]\.?m\.?[^,;]{0,40}\s+on\s+)?$"
 )
+
+
+_DEFINING_BEFORE = re.compile(r"[\"\u201c\u201d(]\s*(?:the\s+)?[\"\u201c]?\s*$")
+_DEFINING_AFTER = re.compile(
+    r"[a-z]*\s+date[\"\u201d]?\s*\)?\s*(?:shall\s+|will\s+)?(?:mean|means|is|be|:|has)"
+)
+
+
+def _defines(low: str, pos: int) -> bool:
+    """Whether the date's name at `pos` is being defined there: quoted or in brackets
+    ('(the "Effective Date")'), or followed by "means", "is", ":"."""
+    return bool(
+        _DEFINING_BEFORE.search(low, max(0, pos - 10), pos)
+        or _DEFINING_AFTER.match(low, pos, pos + 60)
+    )
 
 
 def _named_before(low: str, floor: int, start: int) -> str:
