@@ -241,3 +241,16 @@ def test_a_contracts_term_and_date(tmp_path):
     assert (made["validFrom"], made["validTo"]) == (day_us(date(2015, 3, 2)), None)
     assert made["excerpt"] == "the 2nd day of March, 2015"
     assert result["ambiguities"] == []  # a stated, consistent date opens nothing
+
+
+def test_dates_list_a_contracts_own_forms_whole(tmp_path):
+    path = tmp_path / "lease.txt"
+    text = "This Lease is entered into this 8t h day of May, 2014 for five (5) years.\n"
+    path.write_text(text)
+    [result] = detect_json(str(path))["results"]
+    assert [(d["text"], d["type"], d["value"]) for d in result["dates"]] == [
+        ("this 8t h day of May, 2014", "DATE", "2014-05-08"),  # not the tagger's "May, 2014"
+        ("five (5) years", "DURATION", "P5Y"),
+    ]
+    for d in result["dates"]:
+        assert text[d["start"] : d["end"]] == d["text"]

@@ -5,6 +5,7 @@ its ambiguities and every temporal expression of its stored text — the same de
 from datetime import date
 from typing import Any
 
+from .contract.forms import contract_days
 from .model import Detection, Fact, Finding, day_us
 from .temporal import Timex, tag
 
@@ -19,10 +20,26 @@ def _excerpt(text: str, span: tuple[int, int] | None) -> str | None:
 
 def detection_dates(detection: Detection, file_date: date | None) -> list[Timex]:
     """The temporal expressions of the detection's stored text: those the text rules
-    tagged already, else tagged now against the document's date (else the file's)."""
-    if detection.dates is not None:
-        return detection.dates
-    return tag(detection.text, reference=detection.reference or file_date)
+    tagged already, else tagged now against the document's date (else the file's) —
+    with the days written in a contract's own forms ("the 8th day of May, 2014", "8t h
+    day of May") in place of the shorter expressions the tagger read in them."""
+    found = detection.dates
+    if found is None:
+        found = tag(detection.text, reference=detection.reference or file_date)
+    return overlay(found, contract_days(detection.text))
+
+
+def overlay(timexes: list[Timex], days: list[Timex]) -> list[Timex]:
+    """`timexes` with each of `days` in place of the expressions it overlaps, when it is
+    at least as long as each of them."""
+    if not days:
+        return timexes
+    kept = list(timexes)
+    for day in days:
+        hit = [t for t in kept if t.start < day.end and day.start < t.end]
+        if all(t.end - t.start <= day.end - day.start for t in hit):
+            kept = [t for t in kept if t not in hit] + [day]
+    return sorted(kept, key=lambda t: t.start)
 
 
 def _fact(fact: Fact, text: str) -> dict[str, Any]:

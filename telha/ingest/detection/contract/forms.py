@@ -21,6 +21,7 @@ import re
 from dataclasses import dataclass
 from datetime import date
 
+from ..temporal import Period, Timex
 from ..temporal.lang import language
 
 _EN = language("en")
@@ -225,6 +226,30 @@ def written_dates(low: str, start: int, end: int) -> list[Written]:
                 found.append(w)
                 floor = m.end()
                 break
+    return found
+
+
+def contract_days(text: str) -> list[Timex]:
+    """The days the text writes in a contract's forms, as TIMEX3 dates (kind
+    "contract"): what `telha detect` lists in place of the tagger's shorter reading.
+    Blanks and two-way numeric dates are left to the tagger."""
+    low = text.lower()
+    if len(low) != len(text):
+        return []  # a character that lengthens when lower-cased: offsets would drift
+    found = []
+    for w in written_dates(low, 0, len(low)):
+        if w.day is not None:
+            found.append(
+                Timex(
+                    w.start,
+                    w.end,
+                    text[w.start : w.end],
+                    "DATE",
+                    w.day.isoformat(),
+                    "contract",
+                    Period("day", w.day),
+                )
+            )
     return found
 
 
