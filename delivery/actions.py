@@ -32,7 +32,9 @@ from clarify.errors import AlreadyAnswered, NoReadPermission, UnparseableAnswer
 from clarify.models import Clarification
 from clarify.services import audit_event_append, clarification_answer
 from telha.common.errors import DomainError
+from telha.common.times import from_us, now_us
 from telha.graph.access import read_access_changed
+from telha.ingest.detection.temporal import day_of
 from telha.tenancy.models import Person, Tenant
 
 from .cards import MOVED_ON, outcome_copy
@@ -129,8 +131,16 @@ def delivery_for_nonce(nonce: Any) -> Delivery | None:
 
 
 def _day(raw: str) -> date | None:
+    """A typed day: what the temporal tagger reads as one calendar day — "2026-07-01",
+    "1 July 2026", "next Monday" (counted from today, UTC) — else ValueError; blank is
+    None. A numeric day/month form ("01/07/2026") reads two ways and is refused."""
     text = raw.strip()
-    return date.fromisoformat(text) if text else None
+    if not text:
+        return None
+    day = day_of(text, reference=from_us(now_us()).date())
+    if day is None:
+        raise ValueError(f"not a day: {text[:40]!r}")
+    return day
 
 
 def custom_answer_parse(inputs: CustomInputs) -> tuple[dict[str, Any] | None, dict[str, str]]:

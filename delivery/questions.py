@@ -11,9 +11,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
-from telha.common.times import MONTHS, from_us, to_us
+from telha.common.times import from_us, to_us
 from telha.graph.search import STOPWORDS as SEARCH_STOPWORDS
 from telha.graph.search import search_terms
+from telha.ingest.detection.temporal import Period, tag
 
 START, END = "start", "end"
 START_WORDS = frozenset(
@@ -121,15 +122,9 @@ QUESTION_WORDS = frozenset(
         "there",
     ]
 )
-_MONTH = "|".join(sorted(MONTHS, key=len, reverse=True))
-_YEAR = r"(?:19|20|21)\d\d"
-_DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTH})\.?,?\s+({_YEAR})\b")
-_MONTH_DAY_YEAR = re.compile(rf"\b({_MONTH})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+({_YEAR})\b")
-_ISO_DAY = re.compile(rf"\b({_YEAR})-(\d\d)-(\d\d)\b")
-_MONTH_YEAR = re.compile(rf"\b({_MONTH})\.?\s+({_YEAR})\b")
 # A bare year is a period only after a preposition of time ("what ends in 2031?"); else
 # it is a word of the question ("the 2031 Main Street lease") and searched for.
-_YEAR_ONLY = re.compile(rf"\b(in|during|by|before|after)\s+(?:the\s+year\s+)?({_YEAR})\b")
+_YEAR_PREPOSITION = re.compile(r"\b(in|during|by|before|after)\s+$")
 # The days of a year after its preposition, and how to say them ("by" 2031: through it).
 _YEAR_PERIODS = {
     "in": (lambda y: (date(y, 1, 1), date(y + 1, 1, 1)), "in {0:%Y}"),
@@ -138,7 +133,26 @@ _YEAR_PERIODS = {
     "before": (lambda y: (date.min, date(y, 1, 1)), "before {1}"),
     "after": (lambda y: (date(y + 1, 1, 1), date.max), "after {1}"),
 }
-_RELATIVE = re.compile(r"\b(next|this|last)\s+(year|month)\b")
+_SEASONS = {"SP": "spring", "SU": "summer", "FA": "autumn", "WI": "winter"}
+
+
+def _said(period: Period) -> str:
+    """How to say a period: "on 1 March 2027", "in March 2027", "in Q3 2027"…"""
+    start, value = period.start, period.value()
+    grain = period.grain
+    if grain == "day":
+        return f"on {start:%-d %B %Y}"
+    if grain in ("week", "weekend"):
+        return f"in the {grain} of {start:%-d %B %Y}"
+    if grain == "month":
+        return f"in {start:%B %Y}"
+    if grain in ("quarter", "half"):
+        return f"in {value[5:]} {value[:4]}"
+    if grain == "season":
+        return f"in {_SEASONS[value[5:]]} {value[:4]}"
+    if grain == "decade":
+        return f"in the {start:%Y}s"
+    return f"in {start:%Y}"
 
 
 @dataclass(frozen=True)
@@ -156,54 +170,27 @@ def _us(d: date) -> int:
     return to_us(datetime(d.year, d.month, d.day, tzinfo=UTC))
 
 
-def _month_span(year: int, month: int) -> tuple[date, date]:
-    end = date(year + 1, 1, 1) if month == 12 else date(year, month + 1, 1)
-    return date(year, month, 1), end
-
-
-def _day_span(year: int, month: int, day: int) -> tuple[date, date] | None:
-    try:
-        start = date(year, month, day)
-    except ValueError:
-        return None
-    return start, date.fromordinal(start.toordinal() + 1)
-
-
-def _named_period(text: str, today: date) -> tuple[re.Match[str], tuple[date, date] | None, str]:
-    """The first period `text` names, most precise form first: its match, its
-    `[from, to)` days (None for an impossible day) and how to say it."""
-    on_day = "on {0:%-d %B %Y}"
-    if m := _DAY_MONTH_YEAR.search(text):
-        return m, _day_span(int(m[3]), MONTHS[m[2]], int(m[1])), on_day
-    if m := _MONTH_DAY_YEAR.search(text):
-        return m, _day_span(int(m[3]), MONTHS[m[1]], int(m[2])), on_day
-    if m := _ISO_DAY.search(text):
-        return m, _day_span(int(m[1]), int(m[2]), int(m[3])), on_day
-    if m := _MONTH_YEAR.search(text):
-        return m, _month_span(int(m[2]), MONTHS[m[1]]), "in {0:%B %Y}"
-    if m := _YEAR_ONLY.search(text):
-        days, how = _YEAR_PERIODS[m[1]]
-        return m, days(int(m[2])), how.replace("{1}", m[2])
-    if m := _RELATIVE.search(text):
-        shift = {"next": 1, "this": 0, "last": -1}[m[1]]
-        if m[2] == "year":
-            year = today.year + shift
-            return m, (date(year, 1, 1), date(year + 1, 1, 1)), "in {0:%Y}"
-        index = today.year * 12 + today.month - 1 + shift
-        return m, _month_span(index // 12, index % 12 + 1), "in {0:%B %Y}"
-    raise LookupError
-
-
 def _period_in(text: str, today: date) -> tuple[tuple[date, date], str, str] | None:
-    """The period `text` names: (its [from, to) days, how to say it, the text left
-    once it is taken out), or None."""
-    try:
-        match, span, how = _named_period(text, today)
-    except LookupError:
-        return None
-    if span is None:
-        return None
-    return span, how.format(span[0]), text[: match.start()] + " " + text[match.end() :]
+    """The first period `text` names (the temporal tagger's first date with a calendar
+    period, relative ones counted from `today`): its `[from, to)` days, how to say it,
+    and the text left once it is taken out. A bare year counts only after a
+    preposition of time, which then says which days ("by 2031": until its end)."""
+    for timex in tag(text, reference=today):
+        period = timex.period
+        if timex.type != "DATE" or period is None or period.grain == "century":
+            continue
+        if timex.kind == "year" and timex.text.removeprefix("the year ").isdigit():
+            m = _YEAR_PREPOSITION.search(text, 0, timex.start)
+            if m is None:
+                continue  # "the 2031 Main Street lease": a word of the question
+            days, how = _YEAR_PERIODS[m.group(1)]
+            span = days(period.start.year)
+            said = how.format(span[0], period.value()).replace("{1}", period.value())
+            return span, said, text[: m.start()] + " " + text[timex.end :]
+        said = _said(period)
+        rest = text[: timex.start] + " " + text[timex.end :]
+        return (period.start, period.end), said, rest
+    return None
 
 
 def _edge_of(words: list[str], text: str) -> str | None:

@@ -9,30 +9,6 @@ US_PER_SECOND = 1_000_000
 MIN_US = 0
 MAX_US = 253_402_300_799_999_999  # 9999-12-31T23:59:59.999999Z
 
-# English month names and abbreviations -> month number: the one table that the date
-# recognizer (ingest) and the answer parser (a typed "June 2027") both read.
-MONTHS = {
-    name: i
-    for i, names in enumerate(
-        [
-            ("january", "jan"),
-            ("february", "feb"),
-            ("march", "mar"),
-            ("april", "apr"),
-            ("may",),
-            ("june", "jun"),
-            ("july", "jul"),
-            ("august", "aug"),
-            ("september", "sep", "sept"),
-            ("october", "oct"),
-            ("november", "nov"),
-            ("december", "dec"),
-        ],
-        start=1,
-    )
-    for name in names
-}
-
 
 class TimeParseError(ValueError):
     """A value that is neither µs in range nor an RFC 3339 timestamp."""

@@ -41,7 +41,7 @@ from .services import submissions_apply
 
 # Bump when detection or to_submission changes what the same file yields: every file is
 # then detected again on the next run.
-DETECTION_VERSION = "2"  # 2: a lone "\r" in a text file is a line break
+DETECTION_VERSION = "3"  # 2: a lone "\r" is a line break; 3: dates read by the temporal tagger
 
 
 EXTERNAL_ID_MAX = 500  # a source's externalId (CONTRACT §3.1)
@@ -120,12 +120,18 @@ class FileRead:
     error: str = ""
 
 
-def file_read(path: Path, root: Path) -> FileRead:
+def file_read(path: Path, root: Path, *, anywhere: bool = False) -> FileRead:
     """One file as `telha ingest` (and `telha detect`) reads it: its identity under
-    `root`, its bytes and date; refused (not read) outside the root or over 10 MB."""
+    `root`, its bytes and date; refused (not read) outside the root or over 10 MB.
+    `anywhere` (`telha detect`, which writes nothing and so needs no identity): a file
+    outside the root is read all the same, with no externalId."""
     named = str(path)
     try:
         external_id = source_external_id(path, root)
+    except OutsideRoot as exc:
+        if not anywhere:
+            return FileRead(file=named, error=str(exc))
+        external_id = ""
     except Refused as exc:
         return FileRead(file=named, error=str(exc))
     try:
@@ -136,15 +142,14 @@ def file_read(path: Path, root: Path) -> FileRead:
     except OSError as exc:
         return FileRead(named, external_id, error=f"unreadable: {exc.strerror or exc}")
     modified = datetime.fromtimestamp(stat.st_mtime, tz=UTC)
-    return FileRead(
-        named, external_id, FileInput(external_id, data, modified, external_id=external_id)
-    )
+    name = external_id or path.name
+    return FileRead(named, external_id, FileInput(name, data, modified, external_id=name))
 
 
-def files_read(paths: list[str], *, root: Path) -> Iterator[FileRead]:
+def files_read(paths: list[str], *, root: Path, anywhere: bool = False) -> Iterator[FileRead]:
     """Every file the paths name (`iter_files`), read one at a time (`file_read`)."""
     for path in iter_files(paths):
-        yield file_read(path, root)
+        yield file_read(path, root, anywhere=anywhere)
 
 
 # --- ingesting them ---------------------------------------------------------------------

@@ -1,22 +1,26 @@
-"""Date recognition (spec §14 v0.8 PR-061 temporal.py): ISO dates and English textual
-forms only; slash and dash forms are left to the tables. Table-driven, with tricky
-negatives."""
+"""The calendar dates detection's rules read (spec §14 v0.8 PR-061 temporal.py): the
+tagger's ISO and written dates, with or without their year; slash and dash forms are
+left to the tables. Table-driven, with tricky negatives. (The tagger as a whole:
+test_temporal_tagger.py.)"""
 
 from datetime import date
 
 import pytest
 
-from telha.ingest.detection.dates import (
-    DateMatch,
-    find_dates,
-    label,
-    label_with_year,
-    parse_date_text,
-)
+from telha.ingest.detection.model import label, label_with_year
+from telha.ingest.detection.temporal import tag, written_day
+from telha.ingest.detection.text import on_year, written_dates, year_known
+
+
+def find_dates(text: str):
+    return written_dates(tag(text))
 
 
 def found(text: str) -> list[tuple[str, int | None, int, int]]:
-    return [(d.text, d.year, d.month, d.day) for d in find_dates(text)]
+    return [
+        (d.text, int(d.value[:4]) if year_known(d) else None, int(d.value[5:7]), int(d.value[8:10]))
+        for d in find_dates(text)
+    ]
 
 
 POSITIVES = [
@@ -24,7 +28,8 @@ POSITIVES = [
     ("iso", "Signed 2026-06-12 in London", "2026-06-12", 2026, 6, 12),
     ("iso-sentence-end", "The effective date is 2026-07-01.", "2026-07-01", 2026, 7, 1),
     ("iso-comma", "On 2026-07-01, the parties met", "2026-07-01", 2026, 7, 1),
-    ("iso-with-time", "stamped 2026-07-01T09:30:00Z", "2026-07-01", 2026, 7, 1),
+    # a time after the date belongs to the expression (TIMEX3 TIME 2026-07-01T09:30)
+    ("iso-with-time", "stamped 2026-07-01T09:30:00Z", "2026-07-01T09:30:00Z", 2026, 7, 1),
     ("iso-in-parens", "(2026-07-01)", "2026-07-01", 2026, 7, 1),
     ("day-month-year", "on 12 June 2026 at noon", "12 June 2026", 2026, 6, 12),
     ("month-day-comma-year", "on June 12, 2026 at noon", "June 12, 2026", 2026, 6, 12),
@@ -64,7 +69,7 @@ def test_match_positions_point_at_the_date():
     first, second = find_dates(text)
     assert text[first.start : first.end] == "12 June 2026"
     assert text[second.start : second.end] == "2026-06-19"
-    assert first.on() == date(2026, 6, 12) and second.on() == date(2026, 6, 19)
+    assert first.day == date(2026, 6, 12) and second.day == date(2026, 6, 19)
 
 
 def test_several_dates_in_order_and_never_overlapping():
@@ -150,18 +155,18 @@ def test_not_recognised(text):
         "empty",
     ],
 )
-def test_parse_date_text_wants_exactly_one_dated_date(text, expected):
-    assert parse_date_text(text) == expected
+def test_written_day_wants_exactly_one_dated_date(text, expected):
+    assert written_day(text) == expected
 
 
 def test_yearless_match_takes_a_year_only_when_given_one():
     [match] = find_dates("the 12th of June")
-    assert not match.year_known
-    assert match.on() is None
-    assert match.on(2027) == date(2027, 6, 12)
-    leap = DateMatch(0, 0, "29 February", 2, 29, None)
-    assert leap.on(2028) == date(2028, 2, 29)
-    assert leap.on(2027) is None
+    assert not year_known(match)
+    assert match.day is None and match.value == "XXXX-06-12"  # no reference date
+    assert on_year(match, 2027) == date(2027, 6, 12)
+    [leap] = find_dates("on 29 February")
+    assert on_year(leap, 2028) == date(2028, 2, 29)
+    assert on_year(leap, 2027) is None
 
 
 def test_labels():

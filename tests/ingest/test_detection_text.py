@@ -9,8 +9,8 @@ import pytest
 
 from telha.ingest.api.serializers import SubmissionInSerializer
 from telha.ingest.detection.build import FileInput, UnsupportedFile, detect, to_submission
-from telha.ingest.detection.dates import find_dates
 from telha.ingest.detection.model import day_us
+from telha.ingest.detection.temporal import tag
 from telha.ingest.detection.text import (
     detect_text,
     front_matter,
@@ -21,10 +21,16 @@ from telha.ingest.detection.text import (
     rule_relative_phrase,
     rule_undated,
     rule_yearless_date,
+    written_dates,
 )
 from telha.ingest.services import submission_plan
 
 SEP_1 = date(2026, 9, 1)
+
+
+def find_dates(text: str):
+    """The written calendar dates of a text, as `detect_text` gives its rules."""
+    return written_dates(tag(text))
 
 
 def run(text: str, file_date: date | None = None, names: dict[str, str] | None = None):
@@ -101,8 +107,8 @@ def test_broken_front_matter_is_ignored_not_an_error(text):
     detection = run(text)
     assert detection.title == "doc.md"
     assert detection.acl == [] and detection.restriction is None
-    [signature] = [f for f in detection.facts if f.key == "signature"]
-    assert signature.valid_from == date(2026, 6, 12)  # the body is still read
+    [made] = [f for f in detection.facts if f.key == "date"]
+    assert made.valid_from == date(2026, 6, 12)  # the body is still read
 
 
 def test_front_matter_shapes_the_detection():
@@ -192,7 +198,7 @@ CONFLICTS = [
     (
         "signature-vs-countersignature",
         "Signed on 12 June 2026 and countersigned on 19 June 2026.",
-        "signature",
+        "date",
         [
             ("12 June (signature)", date(2026, 6, 12)),
             ("19 June (countersignature)", date(2026, 6, 19)),
@@ -207,7 +213,7 @@ CONFLICTS = [
     (
         "iso-and-textual",
         "Executed 2026-06-12. Counter-signed June 19, 2026.",
-        "signature",
+        "date",
         [
             ("12 June (signature)", date(2026, 6, 12)),
             ("19 June (countersignature)", date(2026, 6, 19)),
@@ -216,7 +222,7 @@ CONFLICTS = [
     (
         "countersignature-first-in-text",
         "Countersigned on 19 June 2026, having been signed on 12 June 2026.",
-        "signature",
+        "date",
         [
             ("12 June (signature)", date(2026, 6, 12)),
             ("19 June (countersignature)", date(2026, 6, 19)),
@@ -226,7 +232,7 @@ CONFLICTS = [
         "wrapped",
         "It was signed by Alice Author on 12 June 2026 and countersigned by Ahmed Editor on\n"
         "19 June 2026.",
-        "signature",
+        "date",
         [
             ("12 June (signature)", date(2026, 6, 12)),
             ("19 June (countersignature)", date(2026, 6, 19)),
@@ -255,10 +261,10 @@ def test_both_conflicts_in_one_document_land_on_two_facts():
         "The agreement is effective 1 July 2026; commencement on 3 July 2026."
     )
     detection = run(text)
-    assert sorted(f.node_key for f in detection.findings) == ["signature", "term"]
+    assert sorted(f.node_key for f in detection.findings) == ["date", "term"]
     assert {f.key: f.valid_from for f in detection.facts} == {
         "term": date(2026, 7, 1),
-        "signature": date(2026, 6, 12),
+        "date": date(2026, 6, 12),
     }
 
 
@@ -558,12 +564,12 @@ def test_yearless_date_is_a_weak_extraction(text, file_date, candidates):
     assert (finding.detector_confidence, finding.applied_candidate_confidence) == (0.6, 0.4)
 
 
-def test_a_yearless_signature_date_is_flagged_on_the_signature_fact():
+def test_a_yearless_signature_date_is_flagged_on_the_date_fact():
     text = "Signed on the 12th of June. Services are effective next quarter."
     detection = run(text, SEP_1)
     by_node = {f.node_key: f for f in detection.findings}
-    assert by_node["signature"].kind == "low_confidence_extraction"
-    assert by_node["signature"].candidates[0].valid_from == date(2026, 6, 12)
+    assert by_node["date"].kind == "low_confidence_extraction"
+    assert by_node["date"].candidates[0].valid_from == date(2026, 6, 12)
     assert by_node["term"].kind == "relative_date"  # anchored on the (weak) signature
     assert by_node["term"].candidates[0].valid_from == date(2026, 7, 1)
 
@@ -667,7 +673,7 @@ def test_to_submission_shape_of_a_conflict():
     }
     [amb] = data["ambiguities"]
     node = data["nodes"][amb["nodeRef"]]
-    assert node["key"] == "signature" and node["labels"] == ["SIGNATURE_DATE"]
+    assert node["key"] == "date" and node["labels"] == ["DOCUMENT_DATE"]
     assert node["validFrom"] == day_us(date(2026, 6, 12))
     assert amb["kind"] == "conflicting_dates"
     assert [(c["label"], c["validFrom"], c["validTo"]) for c in amb["candidates"]] == [
@@ -687,14 +693,14 @@ def test_to_submission_people_become_person_nodes_with_edges():
         {"name": "Alice Author"},
     ]
     facts = {n["ref"]: n["key"] for n in data["nodes"] if n["labels"] != ["PERSON"]}
-    assert sorted(facts.values()) == ["signature", "term"]
+    assert sorted(facts.values()) == ["date", "term"]
     edges = {(facts[e["from"]], e["type"], e["to"]) for e in data["edges"]}
     alice, named = people[0]["ref"], people[1]["ref"]
     assert edges == {
         ("term", "AUTHORED_BY", alice),
-        ("signature", "AUTHORED_BY", alice),
+        ("date", "AUTHORED_BY", alice),
         ("term", "NAMES", named),
-        ("signature", "NAMES", named),
+        ("date", "NAMES", named),
     }
     assert data["source"]["acl"] == ["group:legal"] and data["source"]["title"] == "MSA"
 

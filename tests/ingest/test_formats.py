@@ -326,7 +326,7 @@ def test_a_metadata_author_who_is_nobody_of_the_tenant_adds_no_person(workspace)
     nodes_before = Node.objects.count()
     outcome = ingest_file(tenant=workspace, file=FileInput(name="sow.docx", data=data))
     assert outcome.error == ""
-    assert Node.objects.count() == nodes_before + 1  # the term, no person
+    assert Node.objects.count() == nodes_before + 2  # the term and the date, no person
     assert not Edge.objects.filter(type__in=["AUTHORED_BY", "LAST_MODIFIED_BY"]).exists()
 
 

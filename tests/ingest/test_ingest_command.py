@@ -51,7 +51,7 @@ AMBIGUITIES = {
     "undated": 1,  # mou
     "low_confidence_extraction": 1,  # P3 cell
 }
-FACTS = 2 + 2 + 1 + 3 + 1 + 1  # msa, terms, mou, csv rows, notice, plain
+FACTS = 2 + 2 + 2 + 3 + 1 + 2  # msa, terms, mou, csv rows, notice, plain (term + date each text)
 
 
 @pytest.fixture

@@ -16,9 +16,9 @@ from email.utils import parseaddr
 
 from telha.ingest.formats import Extracted, Metadata
 
-from .dates import label_with_year
+from .document import date_fact
 from .mail import detect_envelope
-from .model import Candidate, Detection, Fact, Finding, PersonRef
+from .model import Candidate, Detection, Fact, Finding, PersonRef, label_with_year
 from .tabular import Table, detect_rows
 from .text import detect_text
 
@@ -78,7 +78,8 @@ def _scanned(extracted: Extracted, title: str, file_date: date | None) -> Detect
         properties={"name": f"{title} — effective period", "document": title, "scanned": True},
     )
     finding = rule_scanned(extracted, file_date)
-    return Detection(title=title, text="", facts=[fact], findings=[finding] if finding else [])
+    facts = [fact, date_fact(title, None, None)]  # no text: the date is not read either
+    return Detection(title=title, text="", facts=facts, findings=[finding] if finding else [])
 
 
 def _workbook(extracted: Extracted, title: str, people_by_name: dict[str, str]) -> Detection:

@@ -15,8 +15,7 @@ from email.utils import getaddresses
 
 from telha.ingest.formats.base import Mail, header_time, received_from_headers
 
-from .dates import label_with_year
-from .model import Candidate, Detection, Fact, Finding, PersonRef
+from .model import Candidate, Detection, Fact, Finding, PersonRef, label_with_year
 
 TOLERANCE = timedelta(hours=24)
 
@@ -137,7 +136,11 @@ def detect_envelope(mail: Mail, *, filename: str) -> Detection:
         span=span,
     )
     detection = Detection(
-        title=subject, text=text, facts=[fact], findings=[finding] if finding else []
+        title=subject,
+        text=text,
+        facts=[fact],
+        findings=[finding] if finding else [],
+        reference=sent.astimezone(UTC).date() if sent else None,
     )
     for value, edge in ((mail.sender, "SENT_BY"), (mail.to, "TO"), (mail.cc, "CC")):
         for name, address in getaddresses([value] if value else []):

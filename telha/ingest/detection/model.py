@@ -2,7 +2,20 @@
 
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from .temporal import Timex
+
+
+def label(d: date) -> str:
+    """ "12 June" style label (the year is shown only when it is not obvious)."""
+    return f"{d.day} {d.strftime('%B')}"
+
+
+def label_with_year(d: date) -> str:
+    """ "12 June 2026" style label."""
+    return f"{d.day} {d.strftime('%B')} {d.year}"
 
 
 def day_us(d: date) -> int:
@@ -65,3 +78,7 @@ class Detection:
     people: list[tuple[str, str, PersonRef]] = field(default_factory=list)
     acl: list[str] = field(default_factory=list)
     restriction: str | None = None
+    # What relative dates in the text count from (the document's date, else the file's),
+    # and the temporal expressions of `text` when detection has tagged them already.
+    reference: date | None = None
+    dates: "list[Timex] | None" = None

@@ -16,8 +16,8 @@ from datetime import date, datetime
 from telha.ingest.formats.base import Cell, cell_text
 
 from .cells import Span, csv_records
-from .dates import label_with_year, parse_date_text
-from .model import Candidate, Detection, Fact, Finding, PersonRef
+from .model import Candidate, Detection, Fact, Finding, PersonRef, label_with_year
+from .temporal import written_day
 
 DEFAULT_START_COLUMNS = ("valid_from", "effective_date", "effective_from", "start_date", "starts")
 DEFAULT_END_COLUMNS = ("valid_to", "effective_to", "end_date", "expiry_date", "expires", "ends")
@@ -47,7 +47,7 @@ def read_cell(value: str) -> CellReading:
     value = (value or "").strip()
     if not value:
         return CellReading((), blank=True)
-    parsed = parse_date_text(value)
+    parsed = written_day(value)
     if parsed is not None:
         return CellReading((parsed,))
     m = SLASHED.match(value)
