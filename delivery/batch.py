@@ -44,6 +44,7 @@ from django.utils import timezone
 from clarify.models import AuditEvent, Clarification, Severity, State
 from clarify.policy import policy_for
 from clarify.reports import target_names
+from telha.common.codes import SkipReason
 from telha.common.observability import request_id_var
 from telha.common.times import now_us
 from telha.jobs.models import Job, JobStatus
@@ -172,7 +173,7 @@ def _plan(candidates: list[Candidate]) -> list[Ask]:
 
 def _verdicts(
     candidates: list[Candidate], people: dict[str, Person]
-) -> dict[Any, dict[Any, str | None]]:
+) -> dict[Any, dict[Any, SkipReason | None]]:
     """`floor_check` once per source, for that source's candidates (a person's verdict
     depends only on the source and the person): `{source id: {person id: verdict}}`."""
     by_source: dict[Any, tuple[Clarification, dict[str, Person]]] = {}

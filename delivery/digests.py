@@ -18,7 +18,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from clarify.models import Clarification, State
+from clarify.models import CLOSED_STATES, Clarification
 from clarify.policy import policy_for
 from clarify.services import audit_event_append
 from telha.tenancy.selectors import aliases_for
@@ -80,8 +80,7 @@ def _flush(mine: Any, now: Any) -> int:
     open_items = [
         d
         for d in items
-        if d.clarification.state not in (State.ANSWERED, State.CONFLICTED)
-        and d.nonce_state == NonceState.ACTIVE
+        if d.clarification.state not in CLOSED_STATES and d.nonce_state == NonceState.ACTIVE
     ]
     person = open_items[0].person if open_items else None
     open_items = _readable(open_items)

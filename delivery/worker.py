@@ -35,6 +35,7 @@ from clarify.models import AuditEvent, Clarification, Severity, State
 from clarify.policy import policy_for
 from clarify.routing import skip_reasons
 from clarify.services import audit_event_append
+from telha.common.codes import SkipReason
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import Lease, LeaseLost, job_advance, job_complete, job_fail
 from telha.tenancy.models import Person, Rights
@@ -337,7 +338,7 @@ def _valid_uuids(values: list[str]) -> list[str]:
 def _skip_reason(
     clar: Clarification,
     candidate: Person | None,
-    verdicts: dict[Any, str | None],
+    verdicts: dict[Any, SkipReason | None],
     aliases: dict[str, dict[str, str]],
     order: list[str] | None = None,
     sent_today: int | None = None,

@@ -14,6 +14,7 @@ from django.db import close_old_connections
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from telha.common.codes import JobReason
 from telha.common.observability import request_id_var
 
 from . import dispatch
@@ -140,7 +141,7 @@ def fail_after_bug(lease: Lease, exc: BaseException) -> None:
             job_id=lease.job.pk,
             token=lease.token,
             retryable=True,
-            reason="WORKER_ERROR",
+            reason=JobReason.WORKER_ERROR,
             detail=f"{type(exc).__name__}: {exc}"[:500],
         )
     except Exception:
