@@ -24,7 +24,7 @@ from clarify.services import audit_event_append
 from telha.tenancy.selectors import aliases_for
 
 from .cards import Card, build_card
-from .channels import DeliveryError
+from .channels import DeliveryError, route_for
 from .gate import floor_check
 from .models import Delivery, DeliveryStatus, NonceState
 from .restriction import excerpt_for_chat, gated_card, restricted_content_blocked
@@ -74,8 +74,6 @@ def _mark_sent(items: list[Delivery], now: Any) -> None:
 
 def _flush(mine: Any, now: Any) -> int:
     """One person's digest, in the caller's transaction: 1 if it went out, else 0."""
-    from .worker import route_for
-
     items = _locked(mine)
     open_items = [
         d

@@ -14,8 +14,6 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from telha.common.codes import GateBlock
-
 DEFAULT_ORIGIN = "inbox"
 CHANNEL_ORIGINS = frozenset({"inbox", "slack", "teams"})
 PROVENANCE_KINDS = frozenset({"source", "document", "matter"})
@@ -98,7 +96,7 @@ def verbatim_match(body: str, excerpts: list[str]) -> bool:
 class GateResult:
     allowed: bool
     body: str
-    reason: str = ""  # a GateBlock code when not allowed
+    reason: str = ""
 
 
 def gate_outbound(body: str, provenance: Any, restricted_excerpts: list[str]) -> GateResult:
@@ -106,9 +104,9 @@ def gate_outbound(body: str, provenance: Any, restricted_excerpts: list[str]) ->
     try:
         refs = parse_restriction_provenance(provenance)
     except ProvenanceError:
-        return GateResult(False, RESTRICTED_TEASER, GateBlock.UNPARSEABLE_PROVENANCE)
+        return GateResult(False, RESTRICTED_TEASER, "UNPARSEABLE_PROVENANCE")
     if refs:
-        return GateResult(False, RESTRICTED_TEASER, GateBlock.RESTRICTED_PROVENANCE)
+        return GateResult(False, RESTRICTED_TEASER, "RESTRICTED_PROVENANCE")
     if verbatim_match(body, restricted_excerpts):
-        return GateResult(False, RESTRICTED_TEASER, GateBlock.VERBATIM_RESTRICTED_EXCERPT)
+        return GateResult(False, RESTRICTED_TEASER, "VERBATIM_RESTRICTED_EXCERPT")
     return GateResult(True, body)

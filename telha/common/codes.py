@@ -43,8 +43,9 @@ class JobReason(StrEnum):
 
 
 class TapRefusal(StrEnum):
-    """Why a card tap was dropped without an answer (`card_action_dropped`'s reason, the
-    channel reply's `reason`)."""
+    """Why a card tap answered nothing: the reason of its `card_action_dropped` event and
+    of the channel's reply (INVALID_CUSTOM_ANSWER: a "Something else…" form refused
+    before anything was read)."""
 
     UNKNOWN_NONCE = "UNKNOWN_NONCE"
     NONCE_CLARIFICATION_MISMATCH = "NONCE_CLARIFICATION_MISMATCH"
@@ -54,11 +55,3 @@ class TapRefusal(StrEnum):
     REPLAYED_ACTION = "REPLAYED_ACTION"
     UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
     INVALID_CUSTOM_ANSWER = "INVALID_CUSTOM_ANSWER"
-
-
-class GateBlock(StrEnum):
-    """Why the outbound gate sent a teaser instead of a message (`restricted_content_blocked`)."""
-
-    UNPARSEABLE_PROVENANCE = "UNPARSEABLE_PROVENANCE"
-    RESTRICTED_PROVENANCE = "RESTRICTED_PROVENANCE"
-    VERBATIM_RESTRICTED_EXCERPT = "VERBATIM_RESTRICTED_EXCERPT"

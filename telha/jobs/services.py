@@ -18,8 +18,9 @@ from typing import Any, Literal, NoReturn
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Now
+from django.utils import timezone
 
 from telha.common.codes import ATTEMPT_SKIPS, JobReason
 from telha.common.errors import Conflict, InvalidInput, PermissionDeniedError
@@ -223,6 +224,45 @@ def _refuse(job_id: Any, tenant: Tenant | None, audience: AudienceArg) -> NoRetu
         if other.exists():
             raise JobKindForbidden(f"A {audience!r} token may work only on '{audience}:' jobs.")
     raise LeaseLost()
+
+
+def leases_lock(leases: Iterable[Lease]) -> set[Any]:
+    """The ids of the jobs `leases` still hold (leased, with the lease's token), their rows
+    locked in id order until the caller's transaction ends — before the rows they are
+    about, the order leasing, reaping and a re-ask lock in. While it lasts nobody else
+    completes, fails, reaps or supersedes them: the fence of everything a worker writes
+    for a round of leases at once. Call inside a transaction."""
+    tokens = {lease.job.pk: lease.token for lease in leases}
+    if not tokens:
+        return set()
+    rows = (
+        Job.objects.select_for_update()
+        .filter(pk__in=list(tokens), status=JobStatus.LEASED)
+        .order_by("pk")
+        .values_list("pk", "lease_token")
+    )
+    return {pk for pk, token in rows if token == tokens[pk]}
+
+
+def lease_renew(lease: Lease) -> bool:
+    """Whether `lease` is still held, extended first when more than half of it is spent
+    (a lease that waited behind others of its round). False: lost, its new holder has it."""
+    remaining = (lease.expires_at - timezone.now()).total_seconds()
+    if remaining > policy_for_kind(lease.job.kind).lease_ttl_seconds / 2:
+        return True
+    try:
+        job_heartbeat(tenant=None, job_id=lease.job.pk, token=lease.token)
+    except LeaseLost:
+        return False
+    return True
+
+
+def lease_attempt_add(lease: Lease) -> None:
+    """One more attempt for the leased job (a retried steward escalation); `LeaseLost`
+    and nothing changed unless the lease is still held."""
+    held = _held(lease.job.pk, lease.token, None, Fence.OFF)
+    if not held.update(max_attempts=F("max_attempts") + 1):
+        raise LeaseLost()
 
 
 def job_heartbeat(

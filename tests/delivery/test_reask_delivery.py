@@ -216,7 +216,7 @@ def test_a_worker_holding_the_superseded_lease_sends_nothing(submit, channel, pe
     [lease] = job_lease(tenant=None, audience="clarify", kinds=["clarify:"])
     reask(clar, alice, actor=sam)
     before = snapshot_rows()
-    worker.handle_lease(lease)
+    worker.handle_leases([lease])
     assert channel.cards == []
     assert snapshot_rows() == before
     assert run_worker() == 1  # the re-ask's job asks alice
