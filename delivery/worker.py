@@ -57,7 +57,7 @@ from clarify.models import AuditEvent, Clarification, Severity
 from clarify.policy import policy_for
 from clarify.reports import target_names
 from clarify.routing import skip_reasons
-from clarify.services import audit_event_append
+from clarify.services import audit_event_append, audit_events_append
 from telha.common.codes import JobReason, SkipReason
 from telha.common.observability import request_id_var
 from telha.common.times import now_us
@@ -444,7 +444,7 @@ def _write(
         new += _rows(round_, item, issued.get(item.lease.job.pk, {}))
         events += [(item.lease.job.request_id, e) for e in _planned_events(item)]
     if events:
-        AuditEvent.objects.append([e for _, e in events], request_ids=[r for r, _ in events])
+        audit_events_append([e for _, e in events], request_ids=[r for r, _ in events])
     for item in items:
         with _request_of(item.lease):
             _job_moves(item)
@@ -842,7 +842,7 @@ def _write_outcomes(sent: list[Delivery], events: list[tuple[str, AuditEvent]]) 
     if sent:
         sent_rows_write(sent)
     if events:
-        AuditEvent.objects.append([e for _, e in events], request_ids=[r for r, _ in events])
+        audit_events_append([e for _, e in events], request_ids=[r for r, _ in events])
 
 
 def delivery_failed(

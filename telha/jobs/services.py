@@ -29,6 +29,7 @@ from telha.tenancy.models import Tenant
 
 from .models import Job, JobStatus
 from .policies import backoff_seconds, policy_for_kind, registered_kinds
+from .sql import jobs_finish
 
 MAX_LEASE_SECONDS = 3600
 MAX_BATCH = 100
@@ -383,27 +384,10 @@ def jobs_finish_for_subject(*, kind: str, subject: str, reason: str) -> int:
     cleared, `last_error` = `reason`), skipping any row another transaction holds (SKIP
     LOCKED on PostgreSQL; SQLite has one writer at a time). Returns how many finished.
 
-    One literal statement (`FINISH_SQL`): the answer runs it on every binding, and
-    compiling the ORM's query it replaces cost four times what running it does."""
-    skip_locked = connection.features.has_select_for_update_skip_locked
-    sql = FINISH_SQL.format(lock=" FOR UPDATE SKIP LOCKED" if skip_locked else "")
-    done, pending, leased = JobStatus.DONE.value, JobStatus.PENDING.value, JobStatus.LEASED.value
-    params = [done, reason[:2000], kind, subject, pending, leased]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return int(cursor.rowcount)
-
-
-# `jobs_finish_for_subject`, literal. The ORM query it replaces (compared with it by
-# tests/jobs/test_finish_for_subject.py):
-#   Job.objects.filter(pk__in=Job.objects.filter(kind=kind, subject=subject,
-#       status__in=[PENDING, LEASED]).select_for_update(skip_locked=True).values("pk"))
-#   .update(status=DONE, lease_token=None, lease_expires_at=None, last_error=reason)
-FINISH_SQL = (
-    'UPDATE "jobs_job" SET "status" = %s, "lease_token" = NULL, "lease_expires_at" = NULL,'
-    ' "last_error" = %s WHERE "id" IN (SELECT "id" FROM "jobs_job"'
-    ' WHERE "kind" = %s AND "subject" = %s AND "status" IN (%s, %s){lock})'
-)  # lock: FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one writer at a time
+    One literal statement (`telha.jobs.sql.jobs_finish`): the answer runs it on every
+    binding, and compiling the ORM's query it replaces cost four times what running it
+    does."""
+    return jobs_finish(kind=kind, subject=subject, reason=reason)
 
 
 def jobs_reap(*, limit: int = 500) -> int:

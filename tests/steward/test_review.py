@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+import clarify.audit
 from clarify.models import AuditEvent, Clarification, State
 from delivery.models import Delivery
 
@@ -134,15 +135,15 @@ def test_override_and_its_reason_commit_together(conflicted, steward_client):
     reason fails, the binding is rolled back too."""
     clar = conflicted()
     before = snapshot()
-    real = AuditEvent.objects.create
+    real = clarify.audit.audit_events_append
 
-    def failing_create(**kwargs: Any) -> AuditEvent:
-        if kwargs.get("type") == "override_reason":
+    def failing_append(events: list[AuditEvent], **kwargs: Any) -> None:
+        if any(e.type == "override_reason" for e in events):
             raise RuntimeError("audit store unavailable")
-        return real(**kwargs)
+        return real(events, **kwargs)
 
     with (
-        mock.patch.object(AuditEvent.objects, "create", side_effect=failing_create),
+        mock.patch.object(clarify.audit, "audit_events_append", side_effect=failing_append),
         pytest.raises(RuntimeError, match="audit store unavailable"),
     ):
         steward_client.post(
