@@ -170,6 +170,11 @@ class Clarification(models.Model):
         roles = self.quorum_policy.get("requiredRoles") or [Rights.EDITOR]
         return min(roles, key=Rights.rank)
 
+    @property
+    def allows_steward_override(self) -> bool:
+        """The pinned policy's `allowStewardOverride`."""
+        return bool(self.quorum_policy.get("allowStewardOverride"))
+
 
 class ResponseRecord(models.Model):
     """One answer, append-only: who (a person id, the nil UUID once erased), their rights
