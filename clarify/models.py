@@ -56,6 +56,8 @@ class State(models.TextChoices):
 # Not yet answered (answered clarifications pile up); /metrics counts only these
 # (`clarification_unresolved`).
 UNRESOLVED_STATES = tuple(s for s in State if s != State.ANSWERED)
+# The kind of a clarification's routing job (subject: the clarification's id).
+CLARIFY_JOB_KIND = "clarify:temporal"
 # Closed to delivery: answered, or conflicted (a steward's to resolve now). Nobody is asked
 # about one any more: its routing job completes without a card, and a tap on a card sent
 # before gets "moved on".

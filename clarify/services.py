@@ -43,6 +43,7 @@ from .audit import AuditBuffer, audit_event_append, audit_events_append
 from .errors import NoReadPermission, ResponderNotAuthorised
 from .lifecycle import clarification_transition
 from .models import (
+    CLARIFY_JOB_KIND,
     AuditEvent,
     BindingStatus,
     Clarification,
@@ -56,6 +57,7 @@ from .policy import EffectivePolicy, job_priority, quorum_for, severity_for
 from .ranking import rank_candidates_many
 
 __all__ = [
+    "CLARIFY_JOB_KIND",
     "AnswerCaller",
     "AnswerInput",
     "Outcome",
@@ -64,7 +66,6 @@ __all__ = [
     "audit_events_append",
 ]
 
-CLARIFY_JOB_KIND = "clarify:temporal"
 EMBED_JOB_KIND = "embed:reindex"
 EMBED_TEXT_MAX_BYTES = 8192
 # Called inside the binding transaction (e.g. delivery closes the card nonces).
