@@ -43,6 +43,8 @@ EDITORS = 16
 if str(REPO) not in sys.path:
     sys.path.insert(0, str(REPO))
 
+from tests.submissions import Submission  # noqa: E402  (after the repository is on the path)
+
 WORKSPACE: dict[str, Any] = {
     "tenant": "bench",
     "name": "Bench Corp",
@@ -181,74 +183,43 @@ def submission_data(
         f"Bench document {external_id}. The master services agreement starts next quarter "
         "and runs for two years unless terminated earlier by either party."
     )
-    nodes: list[dict[str, Any]] = [
-        {
-            "ref": i,
-            "key": f"term-{i}",
-            "labels": ["CONTRACT_TERM"],
-            "properties": {"name": f"Term {i} of {external_id}"},
-            "validFrom": None,
-            "validTo": None,
-            "confidence": 0.9,
-            "spanRef": 0,
-        }
+    sub = Submission(
+        external_id,
+        text,
+        system="bench",
+        title=f"Bench {external_id}",
+        uri="",
+        acl=acl,
+        restriction=None,
+    )
+    span = sub.span(0, min(60, len(text)))
+    terms = [
+        sub.fact(f"term-{i}", name=f"Term {i} of {external_id}", confidence=0.9, span=span)
         for i in range(facts)
     ]
-    edges: list[dict[str, Any]] = []
     if author_email is not None:
-        nodes.append(
-            {
-                "ref": facts,
-                "labels": ["PERSON"],
-                "properties": {"email": author_email},
-                "validFrom": None,
-                "validTo": None,
-                "confidence": 1.0,
-                "spanRef": None,
-            }
+        # one PERSON node, resolving to a known person, authoring every fact
+        extra = {"validFrom": None, "validTo": None, "confidence": 1.0, "spanRef": None}
+        sub.person(author_email, of=terms, **extra)
+    for term in terms if ambiguous else []:
+        sub.ambiguity(
+            term,
+            candidates=[
+                {
+                    "validFrom": CANDIDATE_FROM,
+                    "validTo": None,
+                    "label": "1 Oct 2026 (next quarter)",
+                    "spanRef": 0,
+                },
+                {
+                    "validFrom": CANDIDATE_FROM_2,
+                    "validTo": None,
+                    "label": "1 Jan 2027",
+                    "spanRef": 0,
+                },
+            ],
         )
-        edges = [{"type": "AUTHORED_BY", "from": i, "to": facts} for i in range(facts)]
-    ambiguities = []
-    if ambiguous:
-        ambiguities = [
-            {
-                "nodeRef": i,
-                "kind": "relative_date",
-                "severityHint": None,
-                "candidates": [
-                    {
-                        "validFrom": CANDIDATE_FROM,
-                        "validTo": None,
-                        "label": "1 Oct 2026 (next quarter)",
-                        "spanRef": 0,
-                    },
-                    {
-                        "validFrom": CANDIDATE_FROM_2,
-                        "validTo": None,
-                        "label": "1 Jan 2027",
-                        "spanRef": 0,
-                    },
-                ],
-                "detectorConfidence": 0.81,
-                "appliedCandidateConfidence": 0.45,
-            }
-            for i in range(facts)
-        ]
-    return {
-        "source": {
-            "system": "bench",
-            "externalId": external_id,
-            "title": f"Bench {external_id}",
-            "uri": "",
-            "text": text,
-            "acl": list(acl),
-            "restriction": None,
-        },
-        "spans": [{"start": 0, "end": min(60, len(text))}],
-        "nodes": nodes,
-        "edges": edges,
-        "ambiguities": ambiguities,
-    }
+    return sub.payload()
 
 
 def submission_shape_check(data: dict[str, Any]) -> None:

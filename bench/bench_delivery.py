@@ -29,9 +29,9 @@ Slack secret/token/API URL pointing at the stub, and the per-person daily cap an
 threshold raised out of the way (digests and caps are not what is measured).
 
 The worker is the product's: `work()` leases up to 50 jobs a round and hands them to
-the batch handler (`delivery.batch.handle_leases`), which sends Slack cards
-`delivery.batch.SEND_THREADS` at a time; BENCH_DELIVERY_SEND_THREADS=1 measures it with
-the sends one by one. The result names the batch size and the send threads.
+the round handler (`delivery.worker.handle_leases`), which sends Slack cards
+`delivery.worker.SEND_THREADS` at a time; BENCH_DELIVERY_SEND_THREADS=1 measures it with
+the sends one by one. The result names the round size and the send threads.
 
 Knobs: BENCH_DELIVERY_CARDS (200), BENCH_DELIVERY_CREATE_BUDGET_SECONDS (20; fewer
 cards, at least 50, when creating them takes longer), BENCH_DELIVERY_SUBMISSIONS (20),
@@ -341,13 +341,13 @@ def _profiled() -> Any:
 def cards_per_second(ctx: _support.BenchContext, stub: StubProcess) -> dict[str, Any]:
     from django.db import connection
 
-    import delivery.batch
+    import delivery.worker
     from delivery.channels.slack import SlackChannel
     from delivery.models import Delivery, DeliveryStatus
-    from telha.jobs.tasks import BATCH_LEASES, work
+    from telha.jobs.tasks import ROUND_LEASES, work
 
     if SEND_THREADS:
-        delivery.batch.SEND_THREADS = int(SEND_THREADS)
+        delivery.worker.SEND_THREADS = int(SEND_THREADS)
 
     # Warm-up batch: imports, first connections, the statements per card.
     warm = _create_clarifications(ctx, "warm", WARMUP_CARDS)
@@ -440,8 +440,8 @@ def cards_per_second(ctx: _support.BenchContext, stub: StubProcess) -> dict[str,
         "leases": leases,
         "seconds": round(elapsed, 2),
         "cards_per_second": round(summary["postMessage"] / elapsed, 1) if elapsed else 0.0,
-        "batch_leases": BATCH_LEASES,
-        "send_threads": delivery.batch.SEND_THREADS,
+        "round_leases": ROUND_LEASES,
+        "send_threads": delivery.worker.SEND_THREADS,
         "ms_per_card": round(elapsed * 1000 / max(1, summary["postMessage"]), 2),
         "worker_cpu_ms_per_card": round(cpu * 1000 / max(1, summary["postMessage"]), 2),
         "worker_cpu_share": round(cpu / elapsed, 2) if elapsed else None,
@@ -618,8 +618,8 @@ def run() -> dict[str, Any]:
         f"one worker {throughput['cards_per_second']:.1f} cards/s "
         f"({throughput['cards_sent']}/{throughput['cards']} to the stub, "
         f"{throughput['worker_cpu_ms_per_card']:.0f} ms CPU and "
-        f"{throughput['queries_per_card']:.1f} SQL per card; batches of "
-        f"{throughput['batch_leases']}, {throughput['send_threads']} send threads); "
+        f"{throughput['queries_per_card']:.1f} SQL per card; rounds of "
+        f"{throughput['round_leases']}, {throughput['send_threads']} send threads); "
         "commit → first card with the "
         f"cluster p50 {latency['p50_ms']:.0f} ms, p99 {latency['p99_ms']:.0f} ms "
         f"({latency['submissions']} submissions)"

@@ -31,6 +31,7 @@ from telha.graph.timeline import versions_svg
 from telha.tenancy.models import Person, Rights
 from telha.tenancy.steward_admin import TenantScopedAdmin, steward_of
 
+from .answering import steward_may_override
 from .errors import StewardViewStale
 from .models import (
     AuditEvent,
@@ -371,10 +372,13 @@ class ClarificationAdmin(TenantScopedAdmin):
             "people": people,
             "state_badge": self.state_badge(clar),
             "severity_badge": self.severity_badge(clar),
+            # An answered clarification is upheld or corrected from its disputes above.
             "can_override": clar.state != State.ANSWERED
-            and (
-                clar.state == State.CONFLICTED
-                or bool(clar.quorum_policy.get("allowStewardOverride"))
+            and steward_may_override(
+                rights=Rights.STEWARD,
+                state=clar.state,
+                allow_override=clar.allows_steward_override,
+                disputed=bool(disputes),
             ),
             # Post-binding disagreements awaiting a steward, and the binding they dispute.
             "disputes": [r for r in report["responses"] if r["responseId"] in dispute_ids],

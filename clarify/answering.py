@@ -110,7 +110,7 @@ class Locked:
         return cls(
             state=clar.state,
             quorum_state=clar.quorum_state,
-            allow_override=bool(clar.quorum_policy.get("allowStewardOverride")),
+            allow_override=clar.allows_steward_override,
             minimum_role=clar.minimum_role,
             required_confirmations=clar.required_confirmations,
             candidates=clar.candidates,
@@ -300,6 +300,15 @@ def unresolved_conflicts(responses: Sequence[Prior]) -> list[Prior]:
     return [r for r in responses if r.seq > latest and r.post_binding_conflict]
 
 
+def steward_may_override(*, rights: str, state: str, allow_override: bool, disputed: bool) -> bool:
+    """May this answer be a steward's override: steward rights, and a conflicted
+    clarification, a binding disputed after it was made (`disputed`: unresolved
+    post-binding conflicts), or a pinned policy that allows overrides. Resolving a
+    conflict or a dispute is not overriding the quorum: allowed whatever the policy says.
+    The one rule: the answer's decision and the steward admin's decide page ask it."""
+    return rights == Rights.STEWARD and (state == State.CONFLICTED or disputed or allow_override)
+
+
 def decide(
     clar: Locked,
     responses: Sequence[Prior],
@@ -318,10 +327,11 @@ def decide(
     override = bool(answer.steward_override)
     mine = [r for r in responses if r.responder == responder]
     unresolved = unresolved_conflicts(responses) if clar.state == State.ANSWERED else []
-    # Resolving a dispute is not overriding the quorum: allowed whatever the pinned policy
-    # says about overrides (like a conflicted clarification).
-    may_override = rights == Rights.STEWARD and (
-        clar.state == State.CONFLICTED or bool(unresolved) or clar.allow_override
+    may_override = steward_may_override(
+        rights=rights,
+        state=clar.state,
+        allow_override=clar.allow_override,
+        disputed=bool(unresolved),
     )
     if mine and _repeats(mine[-1], interval, override, may_override, bool(unresolved)):
         return Outcome(OutcomeKind.REPLAY, interval, prior=mine[-1], response_id=mine[-1].id)

@@ -1,11 +1,44 @@
-"""The clarify audit trail: append-only events, inserted one by one or as one batch."""
+"""The clarify audit trail: append-only events, and the one function that writes them.
 
+Every event is written by `audit_events_append` — a batch of one or of many, in one
+statement (`clarify.sql.audit_events_insert`) — which also logs each under its request id
+and counts it for /metrics once committed. Nothing is written to the trail another way
+(no `save()`, `create()` or `bulk_create()` of an event)."""
+
+import logging
 from typing import Any
 
+from telha.common.observability import audit_events_count, request_id_var
 from telha.common.times import now_us
 from telha.tenancy.models import Tenant
 
 from .models import AuditEvent, Clarification
+from .sql import audit_events_insert
+
+audit_log = logging.getLogger("clarify.audit")
+
+
+def audit_events_append(events: list[AuditEvent], *, request_ids: list[str] | None = None) -> None:
+    """Append `events`, in order (never updated or deleted, except GDPR scrubbing), in one
+    statement a hundred; each gets its key and is marked saved. Every event is also a log
+    line, so it carries the current request id — the submission's, the worker's (restored
+    from its job) or the answer's — or, with `request_ids` (a round of several jobs'
+    events), each event's own; and is counted for /metrics once its transaction commits
+    (`telha.common.observability.audit_events_count`)."""
+    if not events:
+        return
+    audit_events_insert(events)
+    counted = []
+    for i, event in enumerate(events):
+        token = request_id_var.set(request_ids[i]) if request_ids is not None else None
+        try:
+            audit_log.info("audit %s clarification=%s", event.type, event.clarification_id or "-")
+        finally:
+            if token is not None:
+                request_id_var.reset(token)
+        reason = event.detail.get("reason") if isinstance(event.detail, dict) else None
+        counted.append((event.type, str(reason or "")))
+    audit_events_count(counted)
 
 
 def audit_event_append(
@@ -16,14 +49,16 @@ def audit_event_append(
     detail: dict[str, Any] | None = None,
     at: int | None = None,
 ) -> AuditEvent:
-    """Append one audit event (never updated or deleted, except GDPR scrubbing)."""
-    return AuditEvent.objects.create(
+    """Append one audit event: `audit_events_append` of one."""
+    event = AuditEvent(
         tenant=tenant,
         clarification=clarification,
         at=at if at is not None else now_us(),
         type=type,
         detail=detail or {},
     )
+    audit_events_append([event])
+    return event
 
 
 class AuditBuffer:
@@ -48,5 +83,5 @@ class AuditBuffer:
 
     def flush(self) -> None:
         if self.events:
-            AuditEvent.objects.append(self.events)
+            audit_events_append(self.events)
             self.events = []

@@ -2,6 +2,7 @@
 
 from typing import Any
 
+from telha.common.codes import SkipReason
 from telha.common.errors import Conflict, DomainError, NotFound, PermissionDeniedError
 
 
@@ -20,7 +21,7 @@ class NoReadPermission(NotFound):
     like a missing clarification (`404 NOT_FOUND`, the same body), audited with
     `NO_READ_PERMISSION` (`reason`)."""
 
-    reason = "NO_READ_PERMISSION"
+    reason = SkipReason.NO_READ_PERMISSION
     default_detail = "No such clarification."
     clarification: Any = None  # the clarification refused, for the audit
     responder: Any = None

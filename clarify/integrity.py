@@ -12,6 +12,7 @@ from telha.graph.models import NodeVersion
 from telha.jobs.models import Job, JobStatus
 
 from .models import (
+    CLARIFY_JOB_KIND,
     BindingStatus,
     Clarification,
     ClarificationBinding,
@@ -108,7 +109,7 @@ def check_jobs() -> Iterator[str]:
         Q(lease_token__isnull=True) | Q(lease_expires_at__isnull=True)
     ):
         yield f"job {job.pk} is leased without a token or expiry"
-    dead = Job.objects.filter(kind="clarify:temporal", status=JobStatus.DEAD).values_list(
+    dead = Job.objects.filter(kind=CLARIFY_JOB_KIND, status=JobStatus.DEAD).values_list(
         "subject", flat=True
     )
     for clar in Clarification.objects.filter(pk__in=list(dead)).exclude(

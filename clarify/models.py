@@ -5,14 +5,10 @@ Response records and audit events are append-only; only a response's `binding_st
 is ever re-marked (to `bound` when it counted toward the binding).
 """
 
-import logging
 import uuid
-from collections.abc import Iterable
-from typing import Any, TypeVar, cast
 
-from django.db import connections, models, router
+from django.db import models
 
-from telha.common.observability import audit_events_count, request_id_var
 from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.tenancy.models import Rights, Tenant
 
@@ -60,6 +56,12 @@ class State(models.TextChoices):
 # Not yet answered (answered clarifications pile up); /metrics counts only these
 # (`clarification_unresolved`).
 UNRESOLVED_STATES = tuple(s for s in State if s != State.ANSWERED)
+# The kind of a clarification's routing job (subject: the clarification's id).
+CLARIFY_JOB_KIND = "clarify:temporal"
+# Closed to delivery: answered, or conflicted (a steward's to resolve now). Nobody is asked
+# about one any more: its routing job completes without a card, and a tap on a card sent
+# before gets "moved on".
+CLOSED_STATES = (State.ANSWERED, State.CONFLICTED)
 
 
 class QuorumState(models.TextChoices):
@@ -170,6 +172,11 @@ class Clarification(models.Model):
         roles = self.quorum_policy.get("requiredRoles") or [Rights.EDITOR]
         return min(roles, key=Rights.rank)
 
+    @property
+    def allows_steward_override(self) -> bool:
+        """The pinned policy's `allowStewardOverride`."""
+        return bool(self.quorum_policy.get("allowStewardOverride"))
+
 
 class ResponseRecord(models.Model):
     """One answer, append-only: who (a person id, the nil UUID once erased), their rights
@@ -226,78 +233,11 @@ class ClarificationBinding(models.Model):
         return f"binding of {self.clarification_id}"
 
 
-audit_log = logging.getLogger("clarify.audit")
-
-
-def _log_appended(events: Iterable["AuditEvent"], request_ids: list[str] | None = None) -> None:
-    """Every appended audit event is also a log line, so it carries the current request
-    id: the submission's, the worker's (restored from its job) or the answer's — or, when
-    `request_ids` is given (a batch of several jobs' events), each event's own; and is
-    counted for /metrics once committed (telha.common.observability)."""
-    counted = []
-    for i, event in enumerate(events):
-        token = request_id_var.set(request_ids[i]) if request_ids is not None else None
-        try:
-            audit_log.info("audit %s clarification=%s", event.type, event.clarification_id or "-")
-        finally:
-            if token is not None:
-                request_id_var.reset(token)
-        reason = event.detail.get("reason") if isinstance(event.detail, dict) else None
-        counted.append((event.type, str(reason or "")))
-    audit_events_count(counted)
-
-
-_Event = TypeVar("_Event", bound="AuditEvent")
-
-
-class AuditEventQuerySet(models.QuerySet[_Event]):
-    def bulk_create(self, objs: Iterable[_Event], *args: Any, **kwargs: Any) -> list[_Event]:
-        created = super().bulk_create(objs, *args, **kwargs)
-        _log_appended(created)
-        return created
-
-    def append(self, events: list[_Event], request_ids: list[str] | None = None) -> None:
-        """Insert `events` in one statement (`APPEND_SQL`; one per 100 events) and log
-        them, like `bulk_create(events)`: each gets its key and is marked saved.
-        `request_ids`: the request id each event's log line carries (default: the current
-        one), for a batch of several jobs' events."""
-        connection = connections[router.db_for_write(AuditEvent)]
-        meta = AuditEvent._meta
-        names = ("tenant", "clarification", "detail")
-        tenant, clar, detail = (cast("models.Field[Any, Any]", meta.get_field(n)) for n in names)
-        for start in range(0, len(events), 100):
-            chunk = events[start : start + 100]
-            params: list[Any] = []
-            for e in chunk:
-                params += [
-                    tenant.get_db_prep_save(e.tenant_id, connection),
-                    clar.get_db_prep_save(e.clarification_id, connection),
-                    e.at,
-                    e.type,
-                    detail.get_db_prep_save(e.detail, connection),
-                ]
-            sql = APPEND_SQL.format(rows=", ".join(["(%s, %s, %s, %s, %s)"] * len(chunk)))
-            with connection.cursor() as cursor:
-                cursor.execute(sql, params)
-                for event, (pk,) in zip(chunk, cursor.fetchall(), strict=True):
-                    event.pk = pk
-                    event._state.adding, event._state.db = False, connection.alias
-        _log_appended(events, request_ids)
-
-
-# The audit events' insert, literal (the answer appends its events on every answer): the
-# ORM's `AuditEvent.objects.bulk_create(events)` compiled anew cost three times what
-# running it does. tests/clarify/test_hot_statements.py compares the two.
-APPEND_SQL = (
-    'INSERT INTO "clarify_auditevent" ("tenant_id", "clarification_id", "at", "type", "detail")'
-    ' VALUES {rows} RETURNING "id"'  # rows: one (%s, %s, %s, %s, %s) per event
-)
-
-
 class AuditEvent(models.Model):
     """An append-only audit event: deliveries, skips (with reason codes), answers,
     attestations, quorum transitions, conflicts, steward notifications, overrides,
-    escalations, bindings, erasures."""
+    escalations, bindings, erasures. Written only by `clarify.audit.audit_events_append`
+    (which logs and counts each)."""
 
     # Neither key has an index of its own: the (clarification, at) and (tenant, at)
     # indexes lead with them (an event is written with every state change; each index
@@ -317,8 +257,6 @@ class AuditEvent(models.Model):
     type = models.CharField(max_length=40)
     detail = models.JSONField(default=dict)
 
-    objects = AuditEventQuerySet.as_manager()
-
     class Meta:
         indexes = [
             models.Index(fields=["clarification", "at"]),
@@ -328,9 +266,3 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.type} @ {self.at}"
-
-    def save(self, *args: Any, **kwargs: Any) -> None:
-        adding = self._state.adding
-        super().save(*args, **kwargs)
-        if adding:
-            _log_appended([self])

@@ -8,10 +8,10 @@ from typing import Any
 
 from telha.common.times import iso
 from telha.graph.models import NodeVersion
-from telha.jobs.models import Job
 from telha.tenancy.models import Person
 
 from .models import Clarification, ResponseRecord
+from .selectors import routing_jobs
 
 # Sections of `clarification_detail` that a higher layer owns, by key, in the order shown
 # (after the routing job, before the events): delivery appends `deliveryHistory`
@@ -68,8 +68,7 @@ def clarification_detail(clar: Clarification) -> dict[str, Any]:
         p.pk: p.name
         for p in Person.objects.filter(pk__in=[r.responder for r in responses] + clar.asked)
     }
-    # The latest routing job (a re-ask supersedes the earlier one).
-    job = Job.objects.filter(subject=str(clar.pk), kind="clarify:temporal").order_by("-id").first()
+    job = routing_jobs(clar).last()  # a re-ask supersedes the earlier one
     return {
         **clarification_row(clar),
         "quorumPolicy": clar.quorum_policy,

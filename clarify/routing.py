@@ -6,12 +6,12 @@ from typing import Any
 
 from django.conf import settings
 
+from telha.common.codes import ATTEMPT_SKIPS, JobReason, SkipReason
 from telha.jobs.models import Job
-from telha.jobs.policies import SKIP_REASONS, KindPolicy, register_kind
-from telha.jobs.services import LEASE_EXPIRED
+from telha.jobs.policies import KindPolicy, register_kind
 
 from .lifecycle import clarification_transition
-from .models import AuditEvent, Clarification, State
+from .models import CLOSED_STATES, AuditEvent, Clarification, State
 from .services import CLARIFY_JOB_KIND, audit_event_append
 
 LEASE_TTL_SECONDS = 60
@@ -27,8 +27,7 @@ def clarify_job_policy() -> KindPolicy:
         backoff_cap_seconds=window,
         max_attempts=4,
         on_retry=on_retry,
-        on_lease=on_attempt_start,
-        on_lease_many=on_attempts_start,
+        on_lease=on_attempts_start,
         on_window_end=on_window_expired,
         on_dead=on_dead,
     )
@@ -53,7 +52,7 @@ def on_window_expired(job: Job) -> None:
     (richer states such as attested are kept)."""
     clar = _clarification(job)
     attempt = job.attempts - 1
-    if clar is None or clar.state in (State.ANSWERED, State.CONFLICTED, State.DEAD_LETTERED):
+    if clar is None or clar.state in (*CLOSED_STATES, State.DEAD_LETTERED):
         return
     if AuditEvent.objects.filter(
         clarification=clar, type="window_expired", detail__attempt=attempt
@@ -74,7 +73,7 @@ def on_retry(job: Job) -> None:
     """A worker over HTTP reported a skip (`fail` with a skip reason code): audit it like
     the in-process worker's in-lease skips, so the digest lists every reason."""
     reason, _, detail = job.last_error.partition(":")
-    if reason not in SKIP_REASONS:
+    if reason not in ATTEMPT_SKIPS:
         return
     clar = _clarification(job)
     attempt = job.attempts - 1
@@ -88,7 +87,7 @@ def on_retry(job: Job) -> None:
     audit_event_append(
         tenant=clar.tenant,
         clarification=clar,
-        type="delivery_failed" if reason == "DELIVERY_FAILED" else "skipped",
+        type="delivery_failed" if reason == SkipReason.DELIVERY_FAILED else "skipped",
         detail={
             "attempt": job.attempts - 1,
             "candidate": candidate_for_attempt(job, job.attempts - 1),
@@ -99,11 +98,10 @@ def on_retry(job: Job) -> None:
     )
 
 
-def on_attempt_start(job: Job) -> None:
-    """The next attempt starts: the previous window's end is recorded if the sweep has not
-    done it yet, and an expired clarification is open again."""
-    if job.attempts > 0 and job.last_error.startswith(LEASE_EXPIRED):
-        on_window_expired(job)
+def _attempt_start(job: Job) -> None:
+    """The next attempt of a job whose previous window's end the sweep may not have
+    recorded yet: recorded now, and an expired clarification is open again."""
+    on_window_expired(job)
     clar = _clarification(job)
     if clar is None or clar.state != State.EXPIRED:
         return
@@ -112,14 +110,14 @@ def on_attempt_start(job: Job) -> None:
 
 
 def _window_ended(job: Job) -> bool:
-    return job.attempts > 0 and job.last_error.startswith(LEASE_EXPIRED)
+    return job.attempts > 0 and job.last_error.startswith(JobReason.LEASE_EXPIRED)
 
 
 def on_attempts_start(jobs: list[Job]) -> None:
-    """`on_attempt_start` for the jobs one lease took at once: their clarifications
-    locked in one statement, in id order; an expired one is open again. A job whose
-    previous window's end is still to record goes through `on_attempt_start` (its
-    clarification already locked here)."""
+    """The kind's lease hook: the next attempts of the jobs one lease took start. Their
+    clarifications are locked in one statement, in id order; an expired one is open
+    again. A job whose previous window's end is still to record goes through
+    `_attempt_start` (its clarification already locked here)."""
     ids = {job.pk: _clarification_id(job) for job in jobs}
     locked = {
         str(c.pk): c
@@ -129,7 +127,7 @@ def on_attempts_start(jobs: list[Job]) -> None:
     }
     for job in jobs:
         if _window_ended(job):
-            on_attempt_start(job)
+            _attempt_start(job)
             continue
         clar = locked.get(ids[job.pk])
         if clar is None or clar.tenant_id != job.tenant_id or clar.state != State.EXPIRED:
@@ -177,7 +175,7 @@ def on_dead(job: Job) -> None:
     """Ranking exhausted (or a permanent failure): dead-lettered, into the steward digest
     with the per-candidate reason codes."""
     clar = _clarification(job)
-    if clar is None or clar.state in (State.ANSWERED, State.CONFLICTED):
+    if clar is None or clar.state in CLOSED_STATES:
         return
     clarification_transition(clar, State.DEAD_LETTERED)
     clar.save(update_fields=["state", "updated_at"])

@@ -9,10 +9,18 @@ from django.db.models.functions import Coalesce
 from telha.graph.access import source_readable_q
 from telha.graph.api.records import PendingNote
 from telha.graph.models import EvidenceClass, NodeVersion
+from telha.jobs.models import Job, JobStatus
 from telha.tenancy.auth import Caller
 
 from .answering import Prior, unresolved_conflicts
-from .models import BindingStatus, Clarification, ResponseRecord, Severity, State
+from .models import (
+    CLARIFY_JOB_KIND,
+    BindingStatus,
+    Clarification,
+    ResponseRecord,
+    Severity,
+    State,
+)
 
 ATTENTION_ALWAYS = (State.CONFLICTED, State.EXPIRED, State.DEAD_LETTERED)
 ATTENTION_IF_SEVERE = (State.OPEN, State.ATTESTED, State.PARTIALLY_CONFIRMED)
@@ -32,6 +40,16 @@ def readable_clarifications(caller: Caller) -> QuerySet[Clarification]:
     qs = Clarification.objects.filter(tenant=caller.tenant)
     readable = readable_clarification_q(caller)
     return qs if readable is None else qs.filter(readable)
+
+
+def routing_jobs(clarification: Clarification, *, active: bool = False) -> QuerySet[Job]:
+    """The clarification's routing jobs (kind `clarify:temporal`, subject its id), oldest
+    first — a re-ask supersedes the earlier one, so the latest is the last; `active`:
+    only those still pending or leased."""
+    jobs = Job.objects.filter(kind=CLARIFY_JOB_KIND, subject=str(clarification.pk))
+    if active:
+        jobs = jobs.filter(status__in=[JobStatus.PENDING, JobStatus.LEASED])
+    return jobs.order_by("id")
 
 
 def unresolved_post_binding_conflicts(responses: list[ResponseRecord]) -> list[ResponseRecord]:

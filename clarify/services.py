@@ -14,13 +14,11 @@ from typing import Any, cast
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
-from django.db import connections, router, transaction
-from django.db.models import Field, Model
-from django.utils import timezone
+from django.db import transaction
 
 from telha.common.errors import NotFound
 from telha.common.times import now_us
-from telha.graph.access import caller_source_readable_sql, person_reader, rights_within
+from telha.graph.access import person_reader, rights_within
 from telha.graph.models import Node, NodeVersion, SourceVersion
 from telha.graph.services import CurrentVersionMoved, node_current_version, node_version_write
 from telha.jobs.models import Job
@@ -28,6 +26,7 @@ from telha.jobs.services import JobSpec, job_enqueue, jobs_enqueue, jobs_finish_
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person, Tenant
 
+from . import sql
 from .answering import (
     NEW,
     AnswerCaller,
@@ -40,10 +39,11 @@ from .answering import (
     decide,
     responder_claimed,
 )
-from .audit import AuditBuffer, audit_event_append
+from .audit import AuditBuffer, audit_event_append, audit_events_append
 from .errors import NoReadPermission, ResponderNotAuthorised
 from .lifecycle import clarification_transition
 from .models import (
+    CLARIFY_JOB_KIND,
     AuditEvent,
     BindingStatus,
     Clarification,
@@ -56,9 +56,16 @@ from .planning import PlannedAmbiguity
 from .policy import EffectivePolicy, job_priority, quorum_for, severity_for
 from .ranking import rank_candidates_many
 
-__all__ = ["AnswerCaller", "AnswerInput", "Outcome", "OutcomeKind", "audit_event_append"]
+__all__ = [
+    "CLARIFY_JOB_KIND",
+    "AnswerCaller",
+    "AnswerInput",
+    "Outcome",
+    "OutcomeKind",
+    "audit_event_append",
+    "audit_events_append",
+]
 
-CLARIFY_JOB_KIND = "clarify:temporal"
 EMBED_JOB_KIND = "embed:reindex"
 EMBED_TEXT_MAX_BYTES = 8192
 # Called inside the binding transaction (e.g. delivery closes the card nonces).
@@ -148,7 +155,7 @@ def clarifications_open(
             )
         )
     Clarification.objects.bulk_create(clarifications)
-    AuditEvent.objects.append(events)
+    audit_events_append(events)
     clarifications_route([c for c in clarifications if c.severity != Severity.LOW])
     return clarifications
 
@@ -337,44 +344,13 @@ def answer_apply(
     record.binding_status = cast(str, outcome.status)
     record.outcome_status = 200 if outcome.settled else 202
     record.outcome = outcome.body
-    _response_insert(record)
+    sql.response_insert(record)
     if outcome.kind is not OutcomeKind.BOUND:  # bind() wrote the events and the row
         audit.flush()
         if outcome.entered:
             clarification_jobs_finish(clar)
-        _save(clar)
+        sql.clarification_answer_update(clar)
     return replace(outcome, response_id=record.pk)
-
-
-# The answer's response record, literal: the ORM's `record.save(force_insert=True)`
-# compiled anew cost twice what running it does. tests/clarify/test_hot_statements.py
-# compares the two.
-_RESPONSE_COLUMNS = (
-    "id", "clarification_id", "seq", "responder", "rights_at_answer_time", "answer_index",
-    "answer_custom", "interval_from", "interval_to", "channel", "message_ref",
-    "response_tx", "binding_status", "outcome_status", "outcome",
-)  # fmt: skip
-RESPONSE_INSERT_SQL = (
-    'INSERT INTO "clarify_responserecord" ('
-    + ", ".join(f'"{column}"' for column in _RESPONSE_COLUMNS)
-    + ") VALUES ("
-    + ", ".join(["%s"] * len(_RESPONSE_COLUMNS))
-    + ")"
-)
-
-
-def _response_insert(record: ResponseRecord) -> None:
-    connection = connections[router.db_for_write(ResponseRecord)]
-    meta = ResponseRecord._meta
-    params = [
-        cast("Field[Any, Any]", meta.get_field(column)).get_db_prep_save(
-            getattr(record, column), connection
-        )
-        for column in _RESPONSE_COLUMNS
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(RESPONSE_INSERT_SQL, params)
-    record._state.adding, record._state.db = False, connection.alias
 
 
 def _binding_apply(
@@ -466,32 +442,6 @@ def _custom_stored(custom: Any, interval: Interval) -> dict[str, Any] | None:
     }
 
 
-# The answer's update of the clarification, literal: the ORM's
-# `clar.save(update_fields=["state", "quorum_state", "fact_version_tx",
-# "responses_recorded", "updated_at"])` compiled anew cost three times what running it
-# does. tests/clarify/test_hot_statements.py compares the two.
-ANSWER_UPDATE_SQL = (
-    'UPDATE "clarify_clarification" SET "state" = %s, "quorum_state" = %s,'
-    ' "fact_version_tx" = %s, "responses_recorded" = %s, "updated_at" = %s WHERE "id" = %s'
-)
-
-
-def _save(clar: Clarification) -> None:
-    connection = connections[router.db_for_write(Clarification)]
-    clar.updated_at = timezone.now()  # auto_now, as save() stamps it
-    fields = Clarification._meta
-    params = [
-        clar.state,
-        clar.quorum_state,
-        clar.fact_version_tx,
-        clar.responses_recorded,
-        fields.get_field("updated_at").get_db_prep_save(clar.updated_at, connection),
-        fields.pk.get_db_prep_save(clar.pk, connection),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(ANSWER_UPDATE_SQL, params)
-
-
 def clarification_lock(
     tenant: Tenant, clarification_id: Any, readable_by: Caller | None
 ) -> tuple[Clarification, NodeVersion | None]:
@@ -501,105 +451,23 @@ def clarification_lock(
     (None if it has none). 404 (`NotFound`) unless it is the tenant's; with `readable_by`,
     `NoReadPermission` (a 404 too) unless that caller may read its source — the one read
     rule (`caller_source_readable_sql`), evaluated by the same statement as a column, so
-    a refusal can be audited on the clarification it names.
-
-    One literal statement (`LOCK_SQL`): the same read from the ORM — FilteredRelation,
-    two select_related, select_for_update(of=…) — cost 1.4 ms of CPU to compile per
-    answer, ten times what running it does."""
-    connection = connections[router.db_for_write(Clarification)]
+    a refusal can be audited on the clarification it names. The statement is literal
+    (`clarify.sql.clarification_lock_read`)."""
     try:
         pk = Clarification._meta.pk.to_python(clarification_id)
     except ValidationError as exc:
         raise NotFound("No such clarification.") from exc
     if pk is None:
         raise NotFound("No such clarification.")
-    readable, acl_params = "1 = 1", list[Any]()
-    if readable_by is not None:
-        source = '"n"."source_id"'
-        readable, acl_params = caller_source_readable_sql(readable_by, source, connection)
-    lock = " FOR UPDATE OF c, n" if connection.features.has_select_for_update_of else ""
-    params = [
-        *acl_params,
-        Tenant._meta.pk.get_db_prep_value(tenant.pk, connection),
-        Clarification._meta.pk.get_db_prep_value(pk, connection),
-    ]
-    with connection.cursor() as cursor:
-        cursor.execute(LOCK_SQL.format(readable=readable, lock=lock), params)
-        row = cursor.fetchone()
-    if row is None:
+    locked = sql.clarification_lock_read(tenant, pk, readable_by)
+    if locked is None:
         raise NotFound("No such clarification.")
-    a, b = len(_LOCKED[Clarification]), len(_LOCKED[Clarification]) + len(_LOCKED[Node])
-    clar = cast(Clarification, _loaded(Clarification, row[:a], connection))
-    if not row[-1]:
+    if not locked.readable:
         refused = NoReadPermission()
-        refused.clarification = clar
+        refused.clarification = locked.clarification
         refused.responder = readable_by.person.pk if readable_by and readable_by.person else None
         raise refused
-    clar.target = cast(Node, _loaded(Node, row[a:b], connection))
-    return clar, cast(NodeVersion | None, _loaded(NodeVersion, row[b:-1], connection))
-
-
-# The columns `LOCK_SQL` reads of each model: all of them, in the model's field order
-# (tests/clarify/test_hot_statements.py checks that against the models).
-_LOCKED: dict[type[Model], tuple[str, ...]] = {
-    Clarification: (
-        "id", "tenant_id", "target_id", "kind", "severity", "state", "candidates", "asked",
-        "quorum_policy", "quorum_state", "detector_confidence",
-        "applied_candidate_confidence", "extraction_confidence", "source_version_id",
-        "span_start", "span_end", "dedup_key", "fact_version_tx", "responses_recorded",
-        "cards_issued", "created_at", "updated_at",
-    ),
-    Node: ("id", "tenant_id", "source_id", "key", "person_id", "origin_id", "created_at"),
-    NodeVersion: (
-        "id", "node_id", "seq", "labels", "properties", "search_text", "valid_from",
-        "valid_to", "tx_from", "tx_to", "confidence", "provenance", "pending",
-        "evidence_class",
-    ),
-}  # fmt: skip
-
-# `clarification_lock`'s statement, literal: the clarification (c), its target (n) and the
-# target's current version (v, NULLs when it has none), the readable flag last; locks c
-# then n. The ORM read it replaces, compared with it by tests/clarify/test_hot_statements.py:
-#   Clarification.objects.select_related("target").select_for_update(of=("self", "target"))
-#   .get(tenant=tenant, pk=pk), and node_current_version(target) for the version.
-LOCK_SQL = (
-    "SELECT "
-    + ", ".join(
-        f'"{table}"."{column}"'
-        for table, model in (("c", Clarification), ("n", Node), ("v", NodeVersion))
-        for column in _LOCKED[model]
-    )
-    + ", CASE WHEN {readable} THEN 1 ELSE 0 END"
-    ' FROM "clarify_clarification" "c"'
-    ' INNER JOIN "graph_node" "n" ON ("c"."target_id" = "n"."id")'
-    ' LEFT OUTER JOIN "graph_nodeversion" "v" ON ("n"."id" = "v"."node_id" AND "v"."tx_to" IS NULL)'
-    ' WHERE "c"."tenant_id" = %s AND "c"."id" = %s{lock}'
-)
-
-
-def _loaded(model: type[Model], values: Sequence[Any], connection: Any) -> Model | None:
-    """The instance of `model` read from its columns' `values` (None when its key is NULL:
-    no row on that side of the outer join), each value converted by the converters the
-    ORM's compiler applies to that column (JSON, UUIDs on SQLite, datetimes, booleans)."""
-    if values[0] is None:
-        return None
-    row = list(values)
-    for i, converters, col in _converters(model, connection.alias):
-        for convert in converters:
-            row[i] = convert(row[i], col, connection)
-    return model.from_db(connection.alias, _LOCKED[model], row)  # attnames: the columns
-
-
-@functools.cache
-def _converters(model: type[Model], alias: str) -> list[tuple[int, list[Any], Any]]:
-    connection = connections[alias]
-    found = []
-    for i, field in enumerate(model._meta.concrete_fields):
-        col = field.get_col(model._meta.db_table)
-        converters = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
-        if converters:
-            found.append((i, converters, col))
-    return found
+    return locked.clarification, locked.current
 
 
 # ---------------------------------------------------------------------------------------
@@ -674,7 +542,7 @@ def bind(
     clar.fact_version_tx = version.tx_from
     audit = audit or AuditBuffer(clar, version.tx_from)
     clarification_transition(clar, State.ANSWERED, at=version.tx_from, audit=audit)
-    _save(clar)
+    sql.clarification_answer_update(clar)
     detail = {
         "factVersionTx": version.tx_from,
         "evidenceClass": evidence_class,

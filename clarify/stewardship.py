@@ -34,9 +34,8 @@ from .models import (
     ResponseRecord,
     State,
 )
-from .selectors import unresolved_post_binding_conflicts
+from .selectors import routing_jobs, unresolved_post_binding_conflicts
 from .services import (
-    CLARIFY_JOB_KIND,
     audit_event_append,
     clarification_answer,
     clarification_route,
@@ -139,11 +138,7 @@ def clarification_reask(
     # Its routing jobs first, then the clarification: the order leasing and reaping lock
     # them in (job, then its clarification in the on_lease / on_dead hooks), so a re-ask
     # racing a lease waits instead of deadlocking.
-    routing = Job.objects.filter(
-        kind=CLARIFY_JOB_KIND,
-        subject=str(clarification.pk),
-        status__in=[JobStatus.PENDING, JobStatus.LEASED],
-    )
+    routing = routing_jobs(clarification, active=True)
     held = list(routing.select_for_update().values_list("pk", flat=True))
     clar = Clarification.objects.select_for_update().get(pk=clarification.pk)
     if clar.state == State.ANSWERED:

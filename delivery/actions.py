@@ -23,6 +23,7 @@ reason), and written nowhere else.
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import date
+from enum import StrEnum
 from typing import Any
 
 from django.db import IntegrityError, transaction
@@ -31,6 +32,7 @@ from clarify.answering import AnswerCaller, AnswerInput
 from clarify.errors import AlreadyAnswered, NoReadPermission, UnparseableAnswer
 from clarify.models import Clarification
 from clarify.services import audit_event_append, clarification_answer
+from telha.common.codes import TapRefusal
 from telha.common.errors import DomainError
 from telha.common.times import from_us, now_us
 from telha.graph.access import read_access_changed
@@ -43,14 +45,20 @@ from .models import CardAction, Delivery, NonceState
 
 audit_log = logging.getLogger("telha.audit")
 
-# CardReply.status
-DROPPED = "dropped"
-ANSWERED = "answered"
-MOVED = "moved_on"
-INVALID = "invalid"
 
-UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
-INVALID_CUSTOM_ANSWER = "INVALID_CUSTOM_ANSWER"
+class ReplyStatus(StrEnum):
+    """How a tap ended (`CardReply.status`), for the channel to render."""
+
+    ANSWERED = "answered"
+    MOVED = "moved_on"
+    INVALID = "invalid"
+    DROPPED = "dropped"
+
+
+# The statuses by the short names the channel adapters use.
+ANSWERED, MOVED = ReplyStatus.ANSWERED, ReplyStatus.MOVED
+INVALID, DROPPED = ReplyStatus.INVALID, ReplyStatus.DROPPED
+
 DROPPED_TEXT = "This card can no longer be used."
 
 # The "Something else…" fields, and what is wrong with one (the same words on every channel).
@@ -98,7 +106,7 @@ class CardReply:
     `errors` by "Something else…" field, and `delivery`: the card tapped, when the tapper
     is its recipient (what the channel re-renders)."""
 
-    status: str
+    status: ReplyStatus
     text: str
     reason: str = ""
     clarification: Clarification | None = None
@@ -191,7 +199,7 @@ def _refuse_unknown(tap: CardTap) -> CardReply:
     tenant is known (the channel's, or the one the identity maps to), else on the
     `telha.audit` logger."""
     detail = {
-        "reason": "UNKNOWN_NONCE",
+        "reason": TapRefusal.UNKNOWN_NONCE,
         "channel": tap.channel,
         "claimedClarification": str(tap.clarification_id or "")[:64],
         "identity": tap.identity.label[:100],
@@ -208,7 +216,7 @@ def _refuse_unknown(tap: CardTap) -> CardReply:
             detail["claimedClarification"],
             detail["identity"],
         )
-    return CardReply(DROPPED, DROPPED_TEXT, reason="UNKNOWN_NONCE")
+    return CardReply(DROPPED, DROPPED_TEXT, reason=TapRefusal.UNKNOWN_NONCE)
 
 
 def _recorded(tap: CardTap, delivery: Delivery | None, record: list[CardAction]) -> bool:
@@ -237,7 +245,10 @@ def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
     person = tap.identity.person_in(delivery.tenant) if delivery is not None else None
     if delivery is not None and person is None and not tap.identity.bound:
         return card_tap_refuse(
-            delivery, UNMAPPED_IDENTITY, tap.channel, {"identity": tap.identity.label[:100]}
+            delivery,
+            TapRefusal.UNMAPPED_IDENTITY,
+            tap.channel,
+            {"identity": tap.identity.label[:100]},
         )
     if not _recorded(tap, delivery, record):
         return _refuse_replay(tap, delivery)
@@ -245,22 +256,24 @@ def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
         return _refuse_unknown(tap)
     if str(delivery.clarification_id) != str(tap.clarification_id):
         claimed = {"claimedClarification": str(tap.clarification_id)[:64]}
-        return card_tap_refuse(delivery, "NONCE_CLARIFICATION_MISMATCH", tap.channel, claimed)
+        return card_tap_refuse(
+            delivery, TapRefusal.NONCE_CLARIFICATION_MISMATCH, tap.channel, claimed
+        )
     if person is None or person.pk != delivery.person_id:
         who = {"actor": str(person.pk) if person else None, "identity": tap.identity.label[:100]}
-        return card_tap_refuse(delivery, "NOT_RECIPIENT", tap.channel, who)
+        return card_tap_refuse(delivery, TapRefusal.NOT_RECIPIENT, tap.channel, who)
     if person.deactivated_at is not None:  # deprovisioned: their cards were withdrawn
-        refused = card_tap_refuse(delivery, "RESPONDER_NOT_AUTHORISED", tap.channel)
+        refused = card_tap_refuse(delivery, TapRefusal.RESPONDER_NOT_AUTHORISED, tap.channel)
         return replace(refused, text=MOVED_ON)
     if delivery.nonce_state == NonceState.REVOKED:
-        return card_tap_refuse(delivery, "STALE_NONCE", tap.channel)
+        return card_tap_refuse(delivery, TapRefusal.STALE_NONCE, tap.channel)
     return VerifiedTap(delivery=delivery, person=person)
 
 
 def _refuse_replay(tap: CardTap, delivery: Delivery | None) -> CardReply:
     """An exact replay of a callback: audited on the delivery's clarification, or logged
     when its nonce names none."""
-    reason = "REPLAYED_ACTION"
+    reason = TapRefusal.REPLAYED_ACTION
     if delivery is not None:
         return card_tap_refuse(
             delivery, reason, tap.channel, {"actionId": str(tap.action_id)[:200]}
@@ -341,7 +354,11 @@ def card_tap_process(tap: CardTap) -> CardReply:
     if errors:
         first = next(iter(errors.values()))
         return CardReply(
-            INVALID, first, reason=INVALID_CUSTOM_ANSWER, delivery=_own_card(tap), errors=errors
+            INVALID,
+            first,
+            reason=TapRefusal.INVALID_CUSTOM_ANSWER,
+            delivery=_own_card(tap),
+            errors=errors,
         )
     record: list[CardAction] = []
     verified = _verify(tap, record)

@@ -15,13 +15,12 @@ from django.conf import settings
 from django.db import transaction
 
 from clarify.models import Clarification, ResponseRecord, State
-from clarify.selectors import pending_caveat
-from clarify.services import CLARIFY_JOB_KIND, audit_event_append, clarification_route
+from clarify.selectors import pending_caveat, routing_jobs
+from clarify.services import audit_event_append, clarification_route
 from telha.common.times import from_us, now_us
 from telha.graph.access import person_reader
 from telha.graph.models import EvidenceClass, NodeVersion
 from telha.graph.selectors import readable_nodes
-from telha.jobs.models import Job, JobStatus
 from telha.tenancy.auth import Caller
 from telha.tenancy.models import Person
 
@@ -286,12 +285,7 @@ def ask_now(*, requester: Person, clarification_id: Any) -> str:
     )
     if clar is None or clar.state not in OPEN_STATES:
         return NOTHING_TO_ASK
-    active = Job.objects.filter(
-        kind=CLARIFY_JOB_KIND,
-        subject=str(clar.pk),
-        status__in=[JobStatus.PENDING, JobStatus.LEASED],
-    ).exists()
-    if active:
+    if routing_jobs(clar, active=True).exists():
         return "That question is already on its way; you'll see the answer here once it's bound."
     clarification_route(clar)
     audit_event_append(

@@ -9,7 +9,7 @@ from urllib.parse import urlsplit
 from django.conf import settings
 from django.urls import reverse
 
-from clarify.models import Clarification, ResponseRecord, Severity, State
+from clarify.models import CLOSED_STATES, Clarification, ResponseRecord, Severity, State
 from clarify.reports import target_name
 from telha.common.times import from_us
 from telha.tenancy.models import Person
@@ -17,7 +17,7 @@ from telha.tenancy.models import Person
 SOMETHING_ELSE = "Something else…"
 MOVED_ON = "This clarification has moved on."
 # A clarification in one of these states is still asked: its cards' buttons answer it.
-OPEN_STATES = frozenset(s for s in State.values if s not in (State.ANSWERED, State.CONFLICTED))
+OPEN_STATES = frozenset(s for s in State.values if s not in CLOSED_STATES)
 
 
 @dataclass(frozen=True)

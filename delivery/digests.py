@@ -18,13 +18,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from clarify.models import Clarification, State
+from clarify.models import CLOSED_STATES, Clarification
 from clarify.policy import policy_for
 from clarify.services import audit_event_append
 from telha.tenancy.selectors import aliases_for
 
 from .cards import Card, build_card
-from .channels import DeliveryError
+from .channels import DeliveryError, route_for
 from .gate import floor_check
 from .models import Delivery, DeliveryStatus, NonceState
 from .restriction import excerpt_for_chat, gated_card, restricted_content_blocked
@@ -74,14 +74,11 @@ def _mark_sent(items: list[Delivery], now: Any) -> None:
 
 def _flush(mine: Any, now: Any) -> int:
     """One person's digest, in the caller's transaction: 1 if it went out, else 0."""
-    from .worker import route_for
-
     items = _locked(mine)
     open_items = [
         d
         for d in items
-        if d.clarification.state not in (State.ANSWERED, State.CONFLICTED)
-        and d.nonce_state == NonceState.ACTIVE
+        if d.clarification.state not in CLOSED_STATES and d.nonce_state == NonceState.ACTIVE
     ]
     person = open_items[0].person if open_items else None
     open_items = _readable(open_items)

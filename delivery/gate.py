@@ -6,32 +6,30 @@ from collections.abc import Iterable
 from typing import Any
 
 from clarify.models import Clarification
+from telha.common.codes import SkipReason
 from telha.graph.access import people_reading
 from telha.graph.services import acl_principal_valid
 from telha.tenancy.models import Person
-
-NO_READ_PERMISSION = "NO_READ_PERMISSION"
-TENANT_SCOPE_MISMATCH = "TENANT_SCOPE_MISMATCH"
 
 
 def acl_parses(acl: Any) -> bool:
     return isinstance(acl, list) and all(acl_principal_valid(p) for p in acl)
 
 
-def floor_check(clar: Clarification, people: Iterable[Person]) -> dict[Any, str | None]:
+def floor_check(clar: Clarification, people: Iterable[Person]) -> dict[Any, SkipReason | None]:
     """`{person_id: None (may read) | reason code}` for a batch of candidates, with the
     source's readers fetched once."""
     source = clar.source_version.source
     people = list(people)
     if not acl_parses(source.acl):
-        return {p.pk: NO_READ_PERMISSION for p in people}
+        return {p.pk: SkipReason.NO_READ_PERMISSION for p in people}
     readers = people_reading(source, people)
-    verdicts: dict[Any, str | None] = {}
+    verdicts: dict[Any, SkipReason | None] = {}
     for person in people:
         if person.tenant_id != clar.tenant_id:
-            verdicts[person.pk] = TENANT_SCOPE_MISMATCH
+            verdicts[person.pk] = SkipReason.TENANT_SCOPE_MISMATCH
         elif person.pk not in readers:
-            verdicts[person.pk] = NO_READ_PERMISSION
+            verdicts[person.pk] = SkipReason.NO_READ_PERMISSION
         else:
             verdicts[person.pk] = None
     return verdicts

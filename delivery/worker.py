@@ -1,330 +1,298 @@
-"""The delivery worker (the clarify-bot, acting with the `clarify` audience).
+"""The delivery worker (the clarify-bot, acting with the `clarify` audience): the handler
+of `clarify:temporal` jobs (`handle_leases`, in `settings.JOB_WORKERS`). It takes each
+leased round whole; one lease is a round of one. Attempt N of a job asks ranking[N]; the
+attempt after the last candidate is the redacted steward escalation.
 
-It leases `clarify:temporal` jobs; attempt N asks ranking[N]. Candidates failing the
-gate are skipped inside the same lease with a reason code. A send that still fails after
-the in-lease retries is audited (`delivery_failed`) and the job is failed retryable with
-`DELIVERY_FAILED`, a skip reason code of the jobs protocol: the next attempt is leasable
-at once, so a failed delivery never burns an escalation window either. After a
-successful send the worker stops heartbeating, so lease expiry plus the kind's backoff is
-the escalation window. The attempt after the last candidate is the redacted steward
-escalation. Channels are tried in the tenant's channel order.
+A round is load → plan → record → send:
 
-Deliveries are keyed by (clarification, routing job, attempt, person, kind): re-leasing
-the same job at the same attempt re-sends the same card with the same nonce, while a
-steward re-ask's new job gets fresh rows and nonces even when it asks the same person at
-the same attempt number. A row is made only while the lease is still held (a re-ask
-supersedes it), and a card whose nonce was revoked or closed is never sent again
-(`resend_withheld` is audited instead). The delivery events carry the routing job id.
-"""
+1. `_load`: what the round's plans read, once for all its leases — the clarifications,
+   the ranked people, their chat identities, the read floor (once per source), the
+   channels of each tenant's order, and each person's question cards of the last day and
+   of the digest window (one grouped query).
+2. `_record`, one transaction: the round's jobs still held locked
+   (`telha.jobs.services.leases_lock`), their clarifications locked in id order and their
+   state re-read, the cards their jobs issued before; the plan of each lease
+   (`delivery.plan`, pure; the counts go up with every card planned); then what the plans
+   write — the `skipped`, `digested` and `resend_withheld` events, the jobs moved on past
+   their skipped candidates (burning no escalation window), completed (the clarification
+   closed) or failed (it names none), the new delivery rows with their fresh nonces and
+   `cards_issued`. A card's row and nonce exist before it is sent, and only while its
+   lease is held: a re-ask supersedes the job, an answer closes the nonces.
+3. `_send`: each card through the restriction gate off the inbox, the steward messages
+   likewise (a block is audited); on a channel whose sends touch no database (Slack)
+   SEND_THREADS at a time, else one by one; each lease checked before its send (one more
+   than half spent is extended, a lost one is not sent); each send retried inside the
+   lease.
+4. The outcomes, in lease order: the sent rows and the events in one statement each; a
+   send that still fails is audited (`delivery_failed`) and fails its job retryable with
+   DELIVERY_FAILED, a skip code, so the next candidate is asked at once; an escalation that
+   reached no steward is retried after one window (up to ESCALATION_RETRIES times), and
+   dies when nobody was reachable. After a card is sent the worker stops heartbeating:
+   lease expiry plus the kind's backoff is the escalation window. A high-severity card's
+   stewards' FYI follows as its own plan, record and send (NOTIFY), once per clarification.
 
-import contextlib
+Deliveries are keyed by (clarification, routing job, attempt, person, kind): leasing the
+same attempt again re-sends its card with its nonce, never once that nonce is revoked or
+closed (`resend_withheld`); a re-ask's new job gets fresh rows and nonces. Every event of a
+lease is logged under the id of the request that enqueued its job."""
+
 import logging
 import secrets
 import time
 import uuid
-from dataclasses import dataclass
+from collections import defaultdict
+from collections.abc import Callable, Iterator
+from concurrent.futures import Future, ThreadPoolExecutor
+from contextlib import contextmanager
+from dataclasses import dataclass, field
 from datetime import timedelta
 from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F
+from django.db.models import Count, Q
 from django.utils import timezone
 
-from clarify.models import AuditEvent, Clarification, Severity, State
+from clarify.models import AuditEvent, Clarification, Severity
 from clarify.policy import policy_for
+from clarify.reports import target_names
 from clarify.routing import skip_reasons
-from clarify.services import audit_event_append
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import Lease, LeaseLost, job_advance, job_complete, job_fail
+from clarify.services import audit_event_append, audit_events_append
+from telha.common.codes import JobReason, SkipReason
+from telha.common.observability import request_id_var
+from telha.common.times import now_us
+from telha.jobs.services import (
+    Lease,
+    LeaseLost,
+    job_advance,
+    job_complete,
+    job_fail,
+    lease_attempt_add,
+    lease_renew,
+    leases_lock,
+)
+from telha.jobs.tasks import fail_after_bug, round_handler
 from telha.tenancy.models import Person, Rights
 from telha.tenancy.selectors import aliases_for
 
 from .cards import Card, Escalation, build_card, build_escalation, build_steward_notice
-from .channels import Channel, DeliveryError, configured_channels
+from .channels import Channel, DeliveryError, Route, configured_channels, route_for
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState
+from .plan import (
+    DELETED,
+    ClarView,
+    Issued,
+    JobView,
+    Limits,
+    Plan,
+    Reach,
+    Step,
+    lease_plan,
+    notice_plan,
+    steward_messages,
+)
 from .restriction import (
     excerpt_for_chat,
     gated_card,
     gated_escalation,
     restricted_content_blocked,
+    tenant_has_restricted_excerpts,
 )
+from .sql import sent_rows_write
 
 log = logging.getLogger(__name__)
 
-NO_DELIVERY_ALIAS = "NO_DELIVERY_ALIAS"
-# Deprovisioned by the identity provider (CONTRACT §3.7): never asked again.
-RESPONDER_NOT_AUTHORISED = "RESPONDER_NOT_AUTHORISED"
-DAILY_CAP_EXCEEDED = "DAILY_CAP_EXCEEDED"
-DIGESTED = "DIGESTED"
-DELIVERY_FAILED = "DELIVERY_FAILED"
 # A steward escalation that failed on every reachable steward is retried after the
 # kind's backoff (one escalation window) this many times before the job dies.
 ESCALATION_RETRIES = 3
-ESCALATION_RETRY = "ESCALATION_RETRY"
 SEND_RETRIES = 3
 RETRY_PAUSE_SECONDS = 0.2
+# Sends at once on a channel with `threaded_sends` (Slack: one Web API call each).
+SEND_THREADS = 4
+# What the daily cap counts of a person's question cards.
+COUNTED = (DeliveryStatus.SENT, DeliveryStatus.QUEUED_DIGEST)
 
 
-@dataclass(frozen=True)
-class Route:
-    channel: Channel
-    address: str
+@dataclass
+class Round:
+    """What a round's plans read, loaded once for all its leases (`_load`): each job's
+    clarification (of its own tenant), the ranked people and their chat identities, the
+    read floor by source and person, each tenant's channels in its order, the question
+    cards each person has of the last day and of the digest window (counted up as the
+    round plans cards), and the stewards once an escalation or a notice needs them."""
+
+    clars: dict[Any, Clarification]
+    people: dict[str, Person]
+    aliases: dict[str, dict[str, str]]
+    verdicts: dict[Any, dict[Any, SkipReason | None]]
+    channels: dict[Any, list[Channel]]
+    today: defaultdict[str, int]
+    recent: defaultdict[str, int]
+    limits: Limits
+    stewards: dict[Any, list[Person]] = field(default_factory=dict)
 
 
-def route_for(
-    person: Person, aliases: dict[str, str], order: list[str] | None = None
-) -> Route | None:
-    """The first configured channel, in `order` (the tenant's channel order; None: the
-    `CLARIFY_CHANNELS` default), on which the person has a verified address."""
-    for channel in configured_channels(order):
-        address = channel.address(person, aliases)
-        if address:
-            return Route(channel, address)
-    return None
+@dataclass
+class Leased:
+    """One lease of the round: its clarification, its plan, the rows the plan made or
+    sends again (its question card, or one per steward message), and what the sends
+    did."""
+
+    lease: Lease
+    clar: Clarification | None
+    plan: Plan = field(default_factory=lambda: Plan(Step.LOST))
+    asked: Person | None = None  # the candidate asked (a notice is about them)
+    rows: list[Delivery] = field(default_factory=list)
+    reasons: list[dict[str, Any]] = field(default_factory=list)  # an escalation's skip reasons
+    sent_to: list[str] = field(default_factory=list)
+    failed_to: list[str] = field(default_factory=list)
+    lost: bool = False  # the lease went, or a bug failed the job, during the sends
 
 
-def _new_nonce() -> str:
-    return secrets.token_urlsafe(24)
+@dataclass
+class Message:
+    """One send: a question card or a steward's message, on its row's route."""
+
+    item: Leased
+    row: Delivery
+    person: Person
+    route: Route
+    card: Card | None = None
+    escalation: Escalation | None = None
 
 
-class ClarificationClosed(Exception):
-    """The clarification was answered or conflicted while the worker held its job."""
-
-    def __init__(self, state: str) -> None:
-        super().__init__(state)
-        self.state = state
+Planner = Callable[[Round, Leased, JobView, ClarView | None, dict[Any, Delivery]], Plan]
 
 
-class CardWithdrawn(Exception):
-    """This job attempt's card was revoked or closed since it was made: it is not sent
-    again, neither with its dead nonce nor with a new one."""
-
-    def __init__(self, delivery: Delivery) -> None:
-        super().__init__(delivery.nonce_state)
-        self.delivery = delivery
-
-
-def _delivery_record(
-    clar: Clarification,
-    person: Person,
-    lease: Lease,
-    attempt: int,
-    kind: str,
-    channel: str,
-    status: str,
-) -> Delivery:
-    """The delivery row, created (with its nonce) before the send, or the existing one of
-    the same routing job's same attempt for an idempotent re-send (same nonce).
-
-    Keyed by the routing job: a re-ask's new job asking the same person at the same
-    attempt number makes its own row with a fresh nonce. Created under the
-    clarification's row lock (the answer path's and the re-ask's lock; on SQLite the
-    IMMEDIATE transaction), after re-reading its state and that the lease is still held:
-    an answer that binds in the meantime closes every active nonce and a re-ask revokes
-    them, so a row created after either would stay active. A closed clarification raises
-    `ClarificationClosed`, a superseded lease `LeaseLost`, and an existing row whose nonce
-    is no longer active `CardWithdrawn`."""
-    with transaction.atomic():
-        state, cards_issued = (
-            Clarification.objects.select_for_update()
-            .filter(pk=clar.pk)
-            .values_list("state", "cards_issued")
-            .first()
-        ) or ("deleted", False)
-        if state in (State.ANSWERED, State.CONFLICTED, "deleted"):
-            raise ClarificationClosed(str(state))
-        if not Job.objects.filter(
-            pk=lease.job.pk, lease_token=lease.token, status=JobStatus.LEASED
-        ).exists():
-            raise LeaseLost()
-        delivery, _ = Delivery.objects.get_or_create(
-            clarification=clar,
-            job_id=lease.job.pk,
-            attempt=attempt,
-            person=person,
-            kind=kind,
-            defaults={
-                "tenant": clar.tenant,
-                "channel": channel,
-                "status": status,
-                "nonce": _new_nonce(),
-            },
-        )
-        if not cards_issued:
-            Clarification.objects.filter(pk=clar.pk).update(cards_issued=True)
-    if delivery.nonce_state != NonceState.ACTIVE:
-        raise CardWithdrawn(delivery)
-    return delivery
+@round_handler
+def handle_leases(leases: list[Lease]) -> None:
+    """Process a round of leased clarify:temporal jobs (see the module docstring). It
+    raises only before anything is written or sent (the round's transaction rolled
+    back); after that a failure fails the jobs it touched, not the round."""
+    round_ = _load(leases)
+    items = _record(round_, [Leased(lease, round_.clars.get(lease.job.pk)) for lease in leases])
+    try:
+        notices = _deliver(round_, items)
+        if notices:
+            _notify(round_, notices)
+    except Exception:  # the rows exist and cards went out: never handled twice
+        log.exception("the delivery of a round of %d leases failed after its rows", len(leases))
 
 
-def _sent_today(person: Person) -> int:
-    since = timezone.now() - timedelta(days=1)
-    return Delivery.objects.filter(
-        person=person,
-        kind=DeliveryKind.QUESTION,
-        status__in=[DeliveryStatus.SENT, DeliveryStatus.QUEUED_DIGEST],
-        created_at__gte=since,
-    ).count()
+# --- 1. load -----------------------------------------------------------------------------
 
 
-def _recent_for_person(person: Person) -> int:
-    window = timedelta(minutes=settings.CLARIFY["DIGEST_WINDOW_MINUTES"])
-    return Delivery.objects.filter(
-        person=person,
-        kind=DeliveryKind.QUESTION,
-        created_at__gte=timezone.now() - window,
-    ).count()
-
-
-def _send_with_retries(send: Any) -> str:
-    last: DeliveryError | None = None
-    for attempt in range(SEND_RETRIES):
-        try:
-            return str(send())
-        except DeliveryError as exc:
-            last = exc
-            if not exc.retryable:
-                break
-            time.sleep(RETRY_PAUSE_SECONDS * (attempt + 1))
-    assert last is not None
-    raise last
-
-
-def _event(clar: Clarification, type: str, **detail: Any) -> None:
-    audit_event_append(tenant=clar.tenant, clarification=clar, type=type, detail=detail)
-
-
-def delivery_failed(
-    clar: Clarification,
-    delivery: Delivery,
-    exc: DeliveryError,
-    *,
-    attempt: int,
-    person: Person,
-    route: Route,
-    notice: bool = False,
-    lease: Lease | None = None,
-) -> None:
-    """A send that failed after its retries: the delivery row and a `delivery_failed` event
-    (for a steward's high-severity notice a `steward_notice_failed` event instead: it is no
-    candidate's skip reason). A card's `lease`: its job failed too, retryable with
-    `DELIVERY_FAILED`."""
-    Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
-    if notice:
-        _event(
-            clar,
-            "steward_notice_failed",
-            attempt=attempt,
-            steward=str(person.pk),
-            channel=route.channel.name,
-            error=str(exc)[:300],
-        )
-        return
-    _event(
-        clar,
-        "delivery_failed",
-        attempt=attempt,
-        candidate=str(person.pk),
-        channel=route.channel.name,
-        reason=DELIVERY_FAILED,
-        error=str(exc)[:300],
-        job=delivery.job_id,
-    )
-    if lease is not None:
-        job_fail(
-            tenant=None,
-            job_id=lease.job.pk,
-            token=lease.token,
-            retryable=True,
-            reason=DELIVERY_FAILED,
-            detail=str(exc)[:300],
-        )
-
-
-def handle_lease(lease: Lease) -> None:
-    """Process one leased clarify:temporal job (see module docstring)."""
-    job = lease.job
-    payload = job.payload if isinstance(job.payload, dict) else {}
-    ids = _valid_uuids([str(payload.get("clarificationId") or "")])
-    clar = (
-        Clarification.objects.select_related("tenant", "source_version__source", "target")
-        .filter(pk=ids[0], tenant=job.tenant_id)
-        .first()
-        if ids
-        else None
-    )
-    if clar is None:
-        job_fail(
-            tenant=None,
-            job_id=job.pk,
-            token=lease.token,
-            retryable=False,
-            reason="CLARIFICATION_MISSING",
-        )
-        return
-    if clar.state in (State.ANSWERED, State.CONFLICTED):
-        job_complete(
-            tenant=None,
-            job_id=job.pk,
-            token=lease.token,
-            result={"skipped": f"clarification {clar.state}"},
-        )
-        return
-    ranking: list[str] = [str(p) for p in payload.get("ranking") or []]
+def _load(leases: list[Lease]) -> Round:
+    """The round's reads (see `Round`); the people are those ranked from each job's
+    current attempt on."""
+    clars = _clarifications(leases)
+    ranked = {
+        person
+        for lease in leases
+        if lease.job.pk in clars
+        for person in _ranking(lease.job)[lease.job.attempts :]
+    }
     people = {
         str(p.pk): p
-        for p in Person.objects.select_related("user").filter(pk__in=_valid_uuids(ranking))
+        for p in Person.objects.select_related("user", "tenant").filter(pk__in=_uuids(ranked))
     }
-    verdicts = floor_check(clar, people.values())
-    aliases = aliases_for(people)
-    order = policy_for(clar.tenant).channel_order
-    attempt = job.attempts
-    try:
-        while attempt < len(ranking):
-            candidate = people.get(ranking[attempt])
-            reason = _skip_reason(clar, candidate, verdicts, aliases, order)
-            if reason is None:
-                assert candidate is not None
-                _ask(lease, clar, candidate, attempt, aliases.get(str(candidate.pk), {}), order)
-                return
-            _event(
-                clar,
-                "skipped",
-                attempt=attempt,
-                candidate=ranking[attempt],
-                reason=reason,
-                job=job.pk,
-            )
-            job = job_advance(tenant=None, job_id=job.pk, token=lease.token)
-            attempt = job.attempts
-        _escalate(lease, clar, attempt, order)
-    except LeaseLost:
-        log.info("lease on job %s was lost; another worker or a re-ask owns it now", job.pk)
-    except CardWithdrawn as withdrawn:
-        # Not re-sent and not re-minted: no heartbeat, so the lease runs out to the next
-        # attempt as after a send.
-        d = withdrawn.delivery
-        _event(
-            clar,
-            "resend_withheld",
-            attempt=d.attempt,
-            **{"candidate" if d.kind == DeliveryKind.QUESTION else "steward": str(d.person_id)},
-            job=job.pk,
-            nonceState=d.nonce_state,
+    channels = {
+        clar.tenant_id: configured_channels(policy_for(clar.tenant).channel_order)
+        for clar in {c.tenant_id: c for c in clars.values()}.values()
+    }
+    today, recent = _counts(people)
+    limits = Limits(
+        daily_cap=settings.CLARIFY["PER_PERSON_DAILY_CAP"],
+        digest_threshold=settings.CLARIFY["DIGEST_THRESHOLD"],
+    )
+    return Round(
+        clars,
+        people,
+        aliases_for(people),
+        _verdicts(leases, clars, people),
+        channels,
+        today,
+        recent,
+        limits,
+    )
+
+
+def _clarifications(leases: list[Lease]) -> dict[Any, Clarification]:
+    """Each job's clarification, by job id, when its payload names one of the job's
+    tenant."""
+    wanted = {lease.job.pk: _clarification_id(lease.job) for lease in leases}
+    found = {
+        str(c.pk): c
+        for c in Clarification.objects.select_related(
+            "tenant", "source_version__source", "target"
+        ).filter(pk__in=_uuids(wanted.values()))
+    }
+    out = {}
+    for lease in leases:
+        clar = found.get(wanted[lease.job.pk])
+        if clar is not None and clar.tenant_id == lease.job.tenant_id:
+            out[lease.job.pk] = clar
+    return out
+
+
+def _verdicts(
+    leases: list[Lease], clars: dict[Any, Clarification], people: dict[str, Person]
+) -> dict[Any, dict[Any, SkipReason | None]]:
+    """`floor_check` once per source, for the people ranked on that source's
+    clarifications (a person's verdict depends only on the source and the person):
+    `{source id: {person id: verdict}}`."""
+    by_source: dict[Any, tuple[Clarification, dict[str, Person]]] = {}
+    for lease in leases:
+        clar = clars.get(lease.job.pk)
+        if clar is None:
+            continue
+        _, asked = by_source.setdefault(clar.source_version.source_id, (clar, {}))
+        for person in _ranking(lease.job)[lease.job.attempts :]:
+            if person in people:
+                asked[person] = people[person]
+    return {
+        source: floor_check(clar, asked.values()) for source, (clar, asked) in by_source.items()
+    }
+
+
+def _counts(people: dict[str, Person]) -> tuple[defaultdict[str, int], defaultdict[str, int]]:
+    """Per person, in one query: the question cards of the last day the daily cap counts,
+    and those of the digest window."""
+    now = timezone.now()
+    day = now - timedelta(days=1)
+    window = now - timedelta(minutes=settings.CLARIFY["DIGEST_WINDOW_MINUTES"])
+    rows = (
+        Delivery.objects.filter(
+            person_id__in=list(people), kind=DeliveryKind.QUESTION, created_at__gte=min(day, window)
         )
-    except ClarificationClosed as closed:
-        with contextlib.suppress(LeaseLost):  # LeaseLost: the answer already finished the job
-            job_complete(
-                tenant=None,
-                job_id=job.pk,
-                token=lease.token,
-                result={"skipped": f"clarification {closed.state}"},
-            )
+        .order_by()
+        .values("person_id")
+        .annotate(
+            today=Count("pk", filter=Q(status__in=COUNTED, created_at__gte=day)),
+            recent=Count("pk", filter=Q(created_at__gte=window)),
+        )
+    )
+    today: defaultdict[str, int] = defaultdict(int)
+    recent: defaultdict[str, int] = defaultdict(int)
+    for row in rows:
+        today[str(row["person_id"])] = row["today"]
+        recent[str(row["person_id"])] = row["recent"]
+    return today, recent
 
 
-def _valid_uuids(values: list[str]) -> list[str]:
+def _clarification_id(job: Any) -> str:
+    payload = job.payload if isinstance(job.payload, dict) else {}
+    return str(payload.get("clarificationId") or "")
+
+
+def _ranking(job: Any) -> list[str]:
+    payload = job.payload if isinstance(job.payload, dict) else {}
+    return [str(p) for p in payload.get("ranking") or []]
+
+
+def _uuids(values: Any) -> list[str]:
+    """The values that are UUIDs (a malformed id names nobody)."""
     out = []
     for value in values:
         try:
@@ -334,97 +302,308 @@ def _valid_uuids(values: list[str]) -> list[str]:
     return out
 
 
-def _skip_reason(
-    clar: Clarification,
-    candidate: Person | None,
-    verdicts: dict[Any, str | None],
-    aliases: dict[str, dict[str, str]],
-    order: list[str] | None = None,
-    sent_today: int | None = None,
-) -> str | None:
-    """Why `candidate` is not asked (a skip reason code), or None. `sent_today`: their
-    cards of the last day when the caller counted them already (a batch does)."""
-    if candidate is None:
-        return NO_DELIVERY_ALIAS
-    if candidate.deactivated_at is not None:
-        return RESPONDER_NOT_AUTHORISED
-    verdict = verdicts.get(candidate.pk)
-    if verdict is not None:
-        return verdict
-    if route_for(candidate, aliases.get(str(candidate.pk), {}), order) is None:
-        return NO_DELIVERY_ALIAS
-    if sent_today is None:
-        sent_today = _sent_today(candidate)
-    if sent_today >= settings.CLARIFY["PER_PERSON_DAILY_CAP"]:
-        return DAILY_CAP_EXCEEDED
-    return None
+# --- 2. plan and record ------------------------------------------------------------------
 
 
-def _ask(
-    lease: Lease,
-    clar: Clarification,
-    person: Person,
-    attempt: int,
-    aliases: dict[str, str],
-    order: list[str] | None = None,
+def _record(round_: Round, items: list[Leased], planner: Planner | None = None) -> list[Leased]:
+    """Plan each lease under the round's locks and write what the plans say, in one
+    transaction (see the module docstring). `planner`: the plan of one lease
+    (`_lease_plan` by default)."""
+    plan_of = planner or _lease_plan
+    with transaction.atomic():
+        held = leases_lock([item.lease for item in items])
+        states = _locked({item.clar.pk for item in items if item.clar is not None})
+        issued = _issued({item.lease.job.pk for item in items} & held)
+        for item in items:
+            job = item.lease.job
+            view = JobView(job.pk in held, job.attempts, job.max_attempts, _ranking(job))
+            clar = None
+            if item.clar is not None:
+                clar = ClarView(states.get(item.clar.pk, (DELETED, False))[0], item.clar.severity)
+            item.plan = plan_of(round_, item, view, clar, issued.get(job.pk, {}))
+        _with_stewards(round_, items, issued)
+        _write(round_, items, states, issued)
+    return items
+
+
+def _lease_plan(
+    round_: Round, item: Leased, job: JobView, clar: ClarView | None, issued: dict[Any, Delivery]
+) -> Plan:
+    """`delivery.plan.lease_plan` with the round's facts; a card planned counts at once
+    toward its person's daily cap and digest threshold."""
+    people = {}
+    if item.clar is not None:
+        for person in job.ranking[job.attempts :]:
+            reach = _reach(round_, item.clar, person)
+            if reach is not None:
+                people[person] = reach
+    cards = {
+        (attempt, person): _issued_view(row)
+        for (attempt, person, kind), row in issued.items()
+        if kind == DeliveryKind.QUESTION
+    }
+    plan = lease_plan(job, clar, people, cards, round_.limits)
+    if plan.new_card:
+        round_.today[plan.person] += 1
+        round_.recent[plan.person] += 1
+    return plan
+
+
+def _reach(round_: Round, clar: Clarification, person_id: str) -> Reach | None:
+    """A ranked person as the plan reads them (None: nobody known by that id)."""
+    person = round_.people.get(person_id)
+    if person is None:
+        return None
+    verdict = round_.verdicts[clar.source_version.source_id].get(person.pk)
+    deactivated = person.deactivated_at is not None
+    route = None
+    if not deactivated and verdict is None:
+        aliases = round_.aliases.get(person_id, {})
+        route = route_for(person, aliases, channels=round_.channels[clar.tenant_id])
+    return Reach(deactivated, verdict, route, round_.today[person_id], round_.recent[person_id])
+
+
+def _notice_planner(
+    round_: Round, item: Leased, job: JobView, clar: ClarView | None, issued: dict[Any, Delivery]
+) -> Plan:
+    assert clar is not None and item.asked is not None
+    return notice_plan(job, clar, item.plan.attempt, str(item.asked.pk))
+
+
+def _locked(clar_ids: set[Any]) -> dict[Any, tuple[str, bool]]:
+    """The clarifications locked in id order: `{id: (state, cards_issued)}`."""
+    return {
+        pk: (state, issued)
+        for pk, state, issued in Clarification.objects.select_for_update()
+        .filter(pk__in=clar_ids)
+        .order_by("pk")
+        .values_list("pk", "state", "cards_issued")
+    }
+
+
+def _issued(job_ids: set[Any]) -> dict[Any, dict[Any, Delivery]]:
+    """The cards the held jobs issued before: `{job id: {(attempt, person id, kind): row}}`."""
+    out: dict[Any, dict[Any, Delivery]] = {}
+    if job_ids:
+        for row in Delivery.objects.filter(job_id__in=job_ids):
+            out.setdefault(row.job_id, {})[(row.attempt, str(row.person_id), row.kind)] = row
+    return out
+
+
+def _issued_view(row: Delivery) -> Issued:
+    return Issued(row.pk, row.kind, row.nonce_state)
+
+
+def _with_stewards(
+    round_: Round, items: list[Leased], issued: dict[Any, dict[Any, Delivery]]
 ) -> None:
-    """Ask one candidate: the card is sent (or queued for a digest); a send that still
-    fails after the in-lease retries is audited and fails the job retryable with
-    `DELIVERY_FAILED` (a skip code: the next candidate's attempt is leasable at once)."""
-    route = route_for(person, aliases, order)
-    assert route is not None
-    digest = clar.severity in (Severity.LOW, Severity.NORMAL) and (
-        _recent_for_person(person) >= settings.CLARIFY["DIGEST_THRESHOLD"]
-    )
-    status = DeliveryStatus.QUEUED_DIGEST if digest else DeliveryStatus.SENT
-    delivery = _delivery_record(
-        clar, person, lease, attempt, DeliveryKind.QUESTION, route.channel.name, status
-    )
-    if digest:
-        _event(clar, "digested", **digested_detail(lease, attempt, person, route, delivery))
-        return
-    card = outgoing_card(clar, delivery, route, attempt)
-    ref = send_card_or_fail(
-        lease, clar, delivery, card, attempt=attempt, person=person, route=route
-    )
-    if ref is None:
-        return
-    Delivery.objects.filter(pk=delivery.pk).update(
-        status=DeliveryStatus.SENT, message_ref=ref[:500], sent_at=timezone.now()
-    )
-    _event(clar, "delivered", **delivered_detail(lease, attempt, person, route, delivery, ref))
-    if clar.severity == Severity.HIGH and not _steward_notified(clar):
-        # Once per clarification, at its first card (ranking[0] may have been skipped).
-        _notify_stewards(lease, clar, attempt, person, order)
-    # No heartbeat from here on: lease expiry + backoff is the escalation window.
+    """The steward messages of the escalations and notices planned: each active steward
+    of the clarification's tenant on their first reachable channel (read once per
+    tenant), with the card this attempt issued them before."""
+    wanted = [i for i in items if i.plan.step in (Step.ESCALATE, Step.NOTIFY)]
+    tenants = {i.clar.tenant_id for i in wanted if i.clar is not None} - set(round_.stewards)
+    if tenants:
+        found = Person.objects.select_related("user").filter(
+            tenant_id__in=tenants,
+            role=Rights.STEWARD,
+            erased_at__isnull=True,
+            deactivated_at__isnull=True,
+        )
+        for tenant in tenants:
+            round_.stewards[tenant] = [p for p in found if p.tenant_id == tenant]
+        round_.aliases.update(aliases_for(p.pk for p in found))
+    for item in wanted:
+        assert item.clar is not None
+        order = round_.channels[item.clar.tenant_id]
+        stewards = [
+            (str(s.pk), route_for(s, round_.aliases.get(str(s.pk), {}), channels=order))
+            for s in round_.stewards[item.clar.tenant_id]
+        ]
+        mine = issued.get(item.lease.job.pk, {})
+        cards = {
+            person: _issued_view(row)
+            for (attempt, person, kind), row in mine.items()
+            if kind == DeliveryKind.ESCALATION and attempt == item.plan.attempt
+        }
+        item.plan = steward_messages(item.plan, stewards, cards)
 
 
-def digested_detail(
-    lease: Lease, attempt: int, person: Person, route: Route, delivery: Delivery
-) -> dict[str, Any]:
-    """The `digested` event's detail: the card is queued for the person's digest."""
-    return {
-        "attempt": attempt,
-        "candidate": str(person.pk),
-        "channel": route.channel.name,
-        "reason": DIGESTED,
-        "nonceState": delivery.nonce_state,
-        "job": lease.job.pk,
-    }
+def _write(
+    round_: Round,
+    items: list[Leased],
+    states: dict[Any, tuple[str, bool]],
+    issued: dict[Any, dict[Any, Delivery]],
+) -> None:
+    """What the plans write, in the round's transaction: the rows of their cards (new
+    ones with fresh nonces, in one INSERT), their events (one INSERT), the jobs moved on,
+    completed or failed, and `cards_issued` for the clarifications with their first
+    card."""
+    new: list[Delivery] = []
+    events: list[tuple[str, AuditEvent]] = []
+    for item in items:
+        new += _rows(round_, item, issued.get(item.lease.job.pk, {}))
+        events += [(item.lease.job.request_id, e) for e in _planned_events(item)]
+    if events:
+        audit_events_append([e for _, e in events], request_ids=[r for r, _ in events])
+    for item in items:
+        with _request_of(item.lease):
+            _job_moves(item)
+    if new:
+        Delivery.objects.bulk_create(new)
+        unissued = {d.clarification_id for d in new if not states[d.clarification_id][1]}
+        if unissued:
+            Clarification.objects.filter(pk__in=unissued).update(cards_issued=True)
 
 
-def delivered_detail(
-    lease: Lease, attempt: int, person: Person, route: Route, delivery: Delivery, ref: str
-) -> dict[str, Any]:
-    """The `delivered` event's detail: the card was sent, `ref` its message reference."""
-    return {
-        "attempt": attempt,
-        "candidate": str(person.pk),
-        "channel": route.channel.name,
-        "nonceState": delivery.nonce_state,
-        "messageRef": ref[:200],
-        "job": lease.job.pk,
-    }
+def _rows(round_: Round, item: Leased, issued: dict[Any, Delivery]) -> list[Delivery]:
+    """The item's rows (`Leased.rows`); returns the new ones, not yet saved."""
+    plan, clar = item.plan, item.clar
+    if plan.step in (Step.ASK, Step.DIGEST):
+        assert clar is not None and plan.route is not None
+        item.asked = round_.people[plan.person]
+        kind, who = DeliveryKind.QUESTION, [(item.asked, plan.route)]
+    elif plan.step in (Step.ESCALATE, Step.NOTIFY):
+        assert clar is not None
+        stewards = {str(s.pk): s for s in round_.stewards[clar.tenant_id]}
+        kind, who = DeliveryKind.ESCALATION, [(stewards[m.steward], m.route) for m in plan.stewards]
+    else:
+        return []
+    new = []
+    for person, route in who:
+        row = issued.get((plan.attempt, str(person.pk), kind))
+        if row is None:
+            digest = plan.step is Step.DIGEST
+            row = Delivery(
+                tenant_id=clar.tenant_id,
+                clarification=clar,
+                person=person,
+                job_id=item.lease.job.pk,
+                attempt=plan.attempt,
+                kind=kind,
+                channel=route.channel.name,
+                status=DeliveryStatus.QUEUED_DIGEST if digest else DeliveryStatus.SENT,
+                nonce=secrets.token_urlsafe(24),
+            )
+            new.append(row)
+        item.rows.append(row)
+    return new
+
+
+def _planned_events(item: Leased) -> list[AuditEvent]:
+    """The events the plan writes with its rows: each skip, a digested card, a withheld
+    re-send."""
+    plan, clar, job = item.plan, item.clar, item.lease.job.pk
+    if clar is None:
+        return []
+    events = [
+        _event(clar, "skipped", attempt=s.attempt, candidate=s.candidate, reason=s.reason, job=job)
+        for s in plan.skips
+    ]
+    if plan.step is Step.DIGEST:
+        [row] = item.rows
+        assert plan.route is not None
+        events.append(
+            _event(
+                clar,
+                "digested",
+                attempt=plan.attempt,
+                candidate=plan.person,
+                channel=plan.route.channel.name,
+                reason=SkipReason.DIGESTED,
+                nonceState=row.nonce_state,
+                job=job,
+            )
+        )
+    elif plan.step is Step.WITHHOLD:
+        assert plan.card is not None
+        who = "candidate" if plan.card.kind == DeliveryKind.QUESTION else "steward"
+        events.append(
+            _event(
+                clar,
+                "resend_withheld",
+                attempt=plan.attempt,
+                **{who: plan.person},
+                job=job,
+                nonceState=plan.card.nonce_state,
+            )
+        )
+    return events
+
+
+def _job_moves(item: Leased) -> None:
+    """The plan's moves of its job, under the round's lock on it: on past each skipped
+    candidate (the last attempt's skip ends it), done when the clarification closed,
+    dead when it names none."""
+    lease, plan = item.lease, item.plan
+    for _ in plan.skips:
+        job_advance(tenant=None, job_id=lease.job.pk, token=lease.token)
+    if plan.step is Step.COMPLETE:
+        result = {"skipped": f"clarification {plan.state}"}
+        job_complete(tenant=None, job_id=lease.job.pk, token=lease.token, result=result)
+    elif plan.step is Step.FAIL:
+        job_fail(
+            tenant=None,
+            job_id=lease.job.pk,
+            token=lease.token,
+            retryable=False,
+            reason=JobReason.CLARIFICATION_MISSING,
+        )
+    elif plan.step is Step.LOST:
+        log.info("lease on job %s was lost; another worker or a re-ask owns it now", lease.job.pk)
+
+
+# --- 3. send -----------------------------------------------------------------------------
+
+
+def _deliver(round_: Round, items: list[Leased]) -> list[Leased]:
+    """After the rows committed: the messages built in lease order, sent, and their
+    outcomes written (`_outcomes`). Returns the high-severity cards sent, for their
+    stewards' FYI."""
+    messages: list[Message] = []
+    names = target_names([i.clar for i in items if i.plan.step is Step.ASK and i.clar])
+    restricted: dict[Any, bool] = {}
+    for item in items:
+        with _request_of(item.lease), _failing_its_job(item):
+            messages += _messages(item, names, restricted)
+    return _outcomes(items, messages, _send_all(messages))
+
+
+def _messages(item: Leased, names: dict[Any, str], restricted: dict[Any, bool]) -> list[Message]:
+    """The item's sends: its question card, or its steward messages (the escalation with
+    every skip reason of the clarification, or the high-severity FYI), each through the
+    restriction gate off the inbox."""
+    plan, clar = item.plan, item.clar
+    if plan.step is Step.ASK:
+        assert clar is not None and item.asked is not None and plan.route is not None
+        [row] = item.rows
+        excerpts: list[str] | None = None
+        if plan.route.channel.name != "inbox":
+            if clar.tenant_id not in restricted:
+                restricted[clar.tenant_id] = tenant_has_restricted_excerpts(clar.tenant_id)
+            excerpts = None if restricted[clar.tenant_id] else []
+        card = outgoing_card(clar, row, plan.route, plan.attempt, excerpts, names[clar.target_id])
+        return [Message(item, row, item.asked, plan.route, card=card)]
+    if plan.step not in (Step.ESCALATE, Step.NOTIFY):
+        return []
+    assert clar is not None
+    if plan.step is Step.ESCALATE:
+        item.reasons = skip_reasons(clar)
+        what, message = "escalation", build_escalation(clar, item.reasons)
+    else:
+        assert item.asked is not None
+        what, message = "notice", build_steward_notice(clar, item.asked)
+    out = []
+    for row, steward in zip(item.rows, plan.stewards, strict=True):
+        outgoing = message
+        if steward.route.channel.name != "inbox":
+            outgoing, blocked = gated_escalation(message, clar)
+            if blocked:
+                channel = steward.route.channel.name
+                restricted_content_blocked(
+                    clar, reason=blocked, channel=channel, message=what, attempt=plan.attempt
+                )
+        out.append(Message(item, row, row.person, steward.route, escalation=outgoing))
+    return out
 
 
 def outgoing_card(
@@ -448,26 +627,41 @@ def outgoing_card(
     return card
 
 
-def send_card_or_fail(
-    lease: Lease,
-    clar: Clarification,
-    delivery: Delivery,
-    card: Card,
-    *,
-    attempt: int,
-    person: Person,
-    route: Route,
-) -> str | None:
-    """Send the card with the in-lease retries; its message reference, or None when it
-    still failed: then it is audited and the job failed retryable with
-    `DELIVERY_FAILED` (a skip code: the next candidate's attempt is leasable at once)."""
-    try:
-        return send_card(route, card)
-    except DeliveryError as exc:
-        delivery_failed(
-            clar, delivery, exc, attempt=attempt, person=person, route=route, lease=lease
-        )
-        return None
+def _send_all(messages: list[Message]) -> list[str | Exception]:
+    """Each message's reference or the exception its send raised, in order, sent
+    SEND_THREADS at a time: those of a channel with `threaded_sends` (they touch no
+    database) from a thread pool, the others from this thread meanwhile. Before each
+    group the leases are checked (`lease_renew`: one more than half spent is extended; a
+    lost one is not sent: `LeaseLost`)."""
+    width = max(1, SEND_THREADS)
+    outcomes: list[str | Exception] = []
+    with ThreadPoolExecutor(width) as pool:
+        for start in range(0, len(messages), width):
+            group: list[str | Exception | Future[str | Exception]] = []
+            for message in messages[start : start + width]:
+                if message.item.lost or not lease_renew(message.item.lease):
+                    group.append(LeaseLost())
+                elif message.route.channel.threaded_sends and width > 1:
+                    group.append(pool.submit(_send_one, message))
+                else:
+                    group.append(_send_one(message))
+            outcomes += [o.result() if isinstance(o, Future) else o for o in group]
+    return outcomes
+
+
+def _send_one(message: Message) -> str | Exception:
+    route = message.route
+    with _request_of(message.item.lease):
+        try:
+            if message.card is not None:
+                return send_card(route, message.card)
+            assert message.escalation is not None
+            escalation = message.escalation
+            return _send_with_retries(
+                lambda: route.channel.send_escalation(address=route.address, escalation=escalation)
+            )
+        except Exception as exc:
+            return exc
 
 
 def send_card(route: Route, card: Card) -> str:
@@ -475,176 +669,303 @@ def send_card(route: Route, card: Card) -> str:
     return _send_with_retries(lambda: route.channel.send_card(address=route.address, card=card))
 
 
-def _steward_notified(clar: Clarification) -> bool:
-    return AuditEvent.objects.filter(
-        clarification=clar, type="steward_notified", detail__reason="high_severity"
-    ).exists()
-
-
-def _stewards(clar: Clarification) -> list[Person]:
-    return list(
-        Person.objects.select_related("user").filter(
-            tenant=clar.tenant,
-            role=Rights.STEWARD,
-            erased_at__isnull=True,
-            deactivated_at__isnull=True,
-        )
-    )
-
-
-@dataclass(frozen=True)
-class StewardSends:
-    sent: list[str]
-    failed: list[str]
-
-
-def _send_to_stewards(
-    lease: Lease,
-    clar: Clarification,
-    attempt: int,
-    message: Escalation,
-    stewards: list[Person],
-    order: list[str] | None,
-    *,
-    what: str,
-) -> StewardSends:
-    """Send a redacted steward message (escalation or notice) to each steward on their
-    first reachable channel, through the delivery gate on chat channels. Each gets a
-    delivery row (so it also shows in their inbox, whatever channel carried it)."""
-    aliases = aliases_for(p.pk for p in stewards)
-    sent: list[str] = []
-    failed: list[str] = []
-    for steward in stewards:
-        route = route_for(steward, aliases.get(str(steward.pk), {}), order)
-        if route is None:
-            continue
-        delivery = _delivery_record(
-            clar,
-            steward,
-            lease,
-            attempt,
-            DeliveryKind.ESCALATION,
-            route.channel.name,
-            DeliveryStatus.SENT,
-        )
-        outgoing = message
-        if route.channel.name != "inbox":
-            outgoing, blocked = gated_escalation(message, clar)
-            if blocked:
-                restricted_content_blocked(
-                    clar, reason=blocked, channel=route.channel.name, message=what, attempt=attempt
-                )
+def _send_with_retries(send: Callable[[], Any]) -> str:
+    last: DeliveryError | None = None
+    for attempt in range(SEND_RETRIES):
         try:
-            ref = _send_with_retries(
-                lambda r=route, m=outgoing: r.channel.send_escalation(
-                    address=r.address, escalation=m
-                )
-            )
+            return str(send())
         except DeliveryError as exc:
-            failed.append(str(steward.pk))
-            delivery_failed(
-                clar,
-                delivery,
-                exc,
-                attempt=attempt,
-                person=steward,
-                route=route,
-                notice=what != "escalation",
-            )
-            continue
-        Delivery.objects.filter(pk=delivery.pk).update(
-            status=DeliveryStatus.SENT,
-            message_ref=ref[:500],
-            sent_at=timezone.now(),
-            redacted=True,
+            last = exc
+            if not exc.retryable:
+                break
+            time.sleep(RETRY_PAUSE_SECONDS * (attempt + 1))
+    assert last is not None
+    raise last
+
+
+# --- 4. outcomes -------------------------------------------------------------------------
+
+
+def _outcomes(
+    items: list[Leased], messages: list[Message], outcomes: list[str | Exception]
+) -> list[Leased]:
+    """Each send's outcome in lease order (`_outcome`), the escalations' and notices'
+    events naming the stewards reached; then the sent rows and the events in one
+    statement each, and each escalation's verdict on its job. Returns the high-severity
+    cards sent."""
+    sent: list[Delivery] = []
+    events: list[tuple[str, AuditEvent]] = []
+    notify: list[Leased] = []
+    for message, outcome in zip(messages, outcomes, strict=True):
+        item = message.item
+        with _request_of(item.lease), _failing_its_job(item):
+            if not _outcome(message, outcome):
+                continue
+            sent.append(message.row)
+            if message.card is not None:
+                events.append((item.lease.job.request_id, _delivered(message)))
+                if item.clar is not None and item.clar.severity == Severity.HIGH:
+                    notify.append(item)
+    for item in items:
+        if item.plan.step in (Step.ESCALATE, Step.NOTIFY) and not item.lost:
+            events.append((item.lease.job.request_id, _stewards_event(item)))
+    try:
+        _write_outcomes(sent, events)
+    except Exception as exc:  # as a handler raising after its sends
+        log.exception("the outcomes of %d sends were not written", len(sent))
+        for item in {id(m.item): m.item for m in messages if m.row in sent}.values():
+            fail_after_bug(item.lease, exc)
+        return []
+    for item in items:
+        if item.plan.step is Step.ESCALATE and not item.lost:
+            with _request_of(item.lease), _failing_its_job(item):
+                _escalation_verdict(item)
+    return notify
+
+
+def _outcome(message: Message, outcome: str | Exception) -> bool:
+    """One send's outcome on its row: sent (True; a steward's message marked redacted),
+    or failed after its retries (`delivery_failed`: a card's job failed too). A lost
+    lease or a bug raises, for `_failing_its_job`."""
+    item, row, person = message.item, message.row, message.person
+    if isinstance(outcome, DeliveryError):
+        assert item.clar is not None
+        if message.card is None:
+            item.failed_to.append(str(person.pk))
+        delivery_failed(
+            item.clar,
+            row,
+            outcome,
+            attempt=item.plan.attempt,
+            person=person,
+            route=message.route,
+            notice=item.plan.step is Step.NOTIFY,
+            lease=item.lease if message.card is not None else None,
         )
-        sent.append(str(steward.pk))
-    return StewardSends(sent, failed)
+        return False
+    if isinstance(outcome, Exception):
+        raise outcome
+    row.status, row.message_ref, row.sent_at = DeliveryStatus.SENT, outcome[:500], timezone.now()
+    if message.card is None:
+        row.redacted = True
+        item.sent_to.append(str(person.pk))
+    return True
 
 
-def _notify_stewards(
-    lease: Lease, clar: Clarification, attempt: int, asked: Person, order: list[str] | None
-) -> None:
-    """High severity goes direct "with steward notified": a redacted FYI (title, link to
-    the review page, who was asked — never span text) to every steward but the person
-    just asked. A failed notice is audited and never blocks the question."""
-    stewards = [s for s in _stewards(clar) if s.pk != asked.pk]
-    sends = _send_to_stewards(
-        lease, clar, attempt, build_steward_notice(clar, asked), stewards, order, what="notice"
+def _delivered(message: Message) -> AuditEvent:
+    item, row = message.item, message.row
+    assert item.clar is not None
+    return _event(
+        item.clar,
+        "delivered",
+        attempt=item.plan.attempt,
+        candidate=str(message.person.pk),
+        channel=message.route.channel.name,
+        nonceState=row.nonce_state,
+        messageRef=row.message_ref[:200],
+        job=item.lease.job.pk,
     )
-    _event(
-        clar,
-        "steward_notified",
-        reason="high_severity",
-        attempt=attempt,
-        candidate=str(asked.pk),
-        stewards=sends.sent,
-    )
 
 
-def _escalate(lease: Lease, clar: Clarification, attempt: int, order: list[str] | None) -> None:
-    """The final attempt: the redacted steward escalation with the skip reasons.
-
-    Nobody reachable: dead at once (`NO_DELIVERY_ALIAS`). Reachable stewards whose sends
-    all failed (`DELIVERY_FAILED`, e.g. a connector down): retried after one escalation
-    window, up to ESCALATION_RETRIES times (the job gets one more attempt each time), so a
-    down connector does not dead-letter the clarification at once."""
-    reasons = skip_reasons(clar)
-    sends = _send_to_stewards(
-        lease,
-        clar,
-        attempt,
-        build_escalation(clar, reasons),
-        _stewards(clar),
-        order,
-        what="escalation",
-    )
-    reason = None
-    if not sends.sent:
-        reason = DELIVERY_FAILED if sends.failed else NO_DELIVERY_ALIAS
-    _event(
+def _stewards_event(item: Leased) -> AuditEvent:
+    """`escalated` (with every skip reason, and why it reached nobody) or, for a notice,
+    `steward_notified`: the stewards reached."""
+    plan, clar = item.plan, item.clar
+    assert clar is not None
+    if plan.step is Step.NOTIFY:
+        return _event(
+            clar,
+            "steward_notified",
+            reason="high_severity",
+            attempt=plan.attempt,
+            candidate=plan.person,
+            stewards=item.sent_to,
+        )
+    return _event(
         clar,
         "escalated",
-        attempt=attempt,
+        attempt=plan.attempt,
         candidate=None,
-        stewards=sends.sent,
-        skipReasons=reasons,
-        reason=reason,
-        job=lease.job.pk,
+        stewards=item.sent_to,
+        skipReasons=item.reasons,
+        reason=_unreached(item),
+        job=item.lease.job.pk,
     )
-    if reason == DELIVERY_FAILED and _escalation_failures(clar) <= ESCALATION_RETRIES:
-        _extend_attempts(lease)
+
+
+def _unreached(item: Leased) -> SkipReason | None:
+    """Why an escalation reached no steward: every send failed (DELIVERY_FAILED) or
+    nobody was reachable (NO_DELIVERY_ALIAS); None when it reached one."""
+    if item.sent_to:
+        return None
+    return SkipReason.DELIVERY_FAILED if item.failed_to else SkipReason.NO_DELIVERY_ALIAS
+
+
+def _escalation_verdict(item: Leased) -> None:
+    """An escalation that reached no steward: every send failed (e.g. a connector down)
+    — retried after one escalation window, up to ESCALATION_RETRIES times (the job gets
+    one more attempt each time), so a down connector does not dead-letter it at once;
+    nobody reachable, or out of retries: the job dies."""
+    lease, reason = item.lease, _unreached(item)
+    if reason is None:
+        return
+    if reason == SkipReason.DELIVERY_FAILED and _escalation_failures(item) <= ESCALATION_RETRIES:
+        lease_attempt_add(lease)
         job_fail(
             tenant=None,
             job_id=lease.job.pk,
             token=lease.token,
             retryable=True,
-            reason=ESCALATION_RETRY,
-            detail=f"{DELIVERY_FAILED}: the escalation reached no steward",
+            reason=JobReason.ESCALATION_RETRY,
+            detail=f"{SkipReason.DELIVERY_FAILED}: the escalation reached no steward",
         )
-    elif reason is not None:
+        return
+    job_fail(
+        tenant=None,
+        job_id=lease.job.pk,
+        token=lease.token,
+        retryable=False,
+        reason=reason,
+        detail="no steward could be reached",
+    )
+
+
+def _escalation_failures(item: Leased) -> int:
+    return AuditEvent.objects.filter(
+        clarification=item.clar, type="escalated", detail__reason=SkipReason.DELIVERY_FAILED
+    ).count()
+
+
+def _write_outcomes(sent: list[Delivery], events: list[tuple[str, AuditEvent]]) -> None:
+    """The sent rows (`delivery.sql.sent_rows_write`); the events in one INSERT, the
+    audit log line of each under the id of its job's request."""
+    if sent:
+        sent_rows_write(sent)
+    if events:
+        audit_events_append([e for _, e in events], request_ids=[r for r, _ in events])
+
+
+def delivery_failed(
+    clar: Clarification,
+    delivery: Delivery,
+    exc: DeliveryError,
+    *,
+    attempt: int,
+    person: Person,
+    route: Route,
+    notice: bool = False,
+    lease: Lease | None = None,
+) -> None:
+    """A send that failed after its retries: the delivery row and a `delivery_failed` event
+    (for a steward's high-severity notice a `steward_notice_failed` event instead: it is no
+    candidate's skip reason). A card's `lease`: its job failed too, retryable with
+    `DELIVERY_FAILED`."""
+    Delivery.objects.filter(pk=delivery.pk).update(status=DeliveryStatus.FAILED)
+    if notice:
+        audit_event_append(
+            tenant=clar.tenant,
+            clarification=clar,
+            type="steward_notice_failed",
+            detail={
+                "attempt": attempt,
+                "steward": str(person.pk),
+                "channel": route.channel.name,
+                "error": str(exc)[:300],
+            },
+        )
+        return
+    audit_event_append(
+        tenant=clar.tenant,
+        clarification=clar,
+        type="delivery_failed",
+        detail={
+            "attempt": attempt,
+            "candidate": str(person.pk),
+            "channel": route.channel.name,
+            "reason": SkipReason.DELIVERY_FAILED,
+            "error": str(exc)[:300],
+            "job": delivery.job_id,
+        },
+    )
+    if lease is not None:
         job_fail(
             tenant=None,
             job_id=lease.job.pk,
             token=lease.token,
-            retryable=False,
-            reason=reason,
-            detail="no steward could be reached",
+            retryable=True,
+            reason=SkipReason.DELIVERY_FAILED,
+            detail=str(exc)[:300],
         )
 
 
-def _escalation_failures(clar: Clarification) -> int:
-    return AuditEvent.objects.filter(
-        clarification=clar, type="escalated", detail__reason=DELIVERY_FAILED
-    ).count()
+# --- the stewards' FYI of a high-severity card -------------------------------------------
 
 
-def _extend_attempts(lease: Lease) -> None:
-    """One more attempt for a retried escalation, fenced by the lease token."""
-    if not Job.objects.filter(
-        pk=lease.job.pk, lease_token=lease.token, status=JobStatus.LEASED
-    ).update(max_attempts=F("max_attempts") + 1):
-        raise LeaseLost()
+def _notify(round_: Round, cards: list[Leased]) -> None:
+    """High severity goes direct "with steward notified": once per clarification, at its
+    first card sent (ranking[0] may have been skipped), a redacted FYI — title, link to
+    the review page, who was asked, never span text — to every steward but the person
+    asked, planned, recorded and sent as a round of its own. A failed notice is audited
+    and never blocks the question."""
+    first = {item.clar.pk: item for item in reversed(cards) if item.clar is not None}
+    notified = set(
+        AuditEvent.objects.filter(
+            clarification_id__in=list(first),
+            type="steward_notified",
+            detail__reason="high_severity",
+        ).values_list("clarification_id", flat=True)
+    )
+    items = [
+        Leased(i.lease, i.clar, plan=i.plan, asked=i.asked)
+        for pk, i in first.items()
+        if pk not in notified
+    ]
+    if not items:
+        return
+    try:
+        _record(round_, items, _notice_planner)
+    except Exception as exc:  # after the cards went out: the jobs fail, not the round
+        log.exception("the stewards' notices of %d cards were not recorded", len(items))
+        for item in items:
+            fail_after_bug(item.lease, exc)
+        return
+    _deliver(round_, items)
+
+
+# --- helpers -----------------------------------------------------------------------------
+
+
+@contextmanager
+def _request_of(lease: Lease) -> Iterator[None]:
+    """The id of the request that enqueued the lease's job, around what is done for it."""
+    token = request_id_var.set(lease.job.request_id)
+    try:
+        yield
+    finally:
+        request_id_var.reset(token)
+
+
+@contextmanager
+def _failing_its_job(item: Leased) -> Iterator[None]:
+    """A lease lost meanwhile is logged (its new holder has it); anything else raised
+    fails the job like a handler's bug (`fail_after_bug`). Either way nothing more is
+    done for the lease; the round's other leases go on."""
+    try:
+        yield
+    except LeaseLost:
+        item.lost = True
+        log.info(
+            "lease on job %s was lost; another worker or a re-ask owns it now", item.lease.job.pk
+        )
+    except Exception as exc:
+        item.lost = True
+        log.exception("job %s failed in its round", item.lease.job.pk)
+        fail_after_bug(item.lease, exc)
+
+
+def _event(clar: Clarification, type: str, **detail: Any) -> AuditEvent:
+    """An event of the clarification, to append with others (not saved here)."""
+    return AuditEvent(tenant=clar.tenant, clarification=clar, at=now_us(), type=type, detail=detail)
 
 
 def close_nonces(clar: Clarification) -> None:

@@ -18,7 +18,7 @@ from django.utils import timezone
 
 from clarify.services import audit_event_append
 from delivery.revocation import person_cards_withdraw
-from delivery.worker import RESPONDER_NOT_AUTHORISED
+from telha.common.codes import SkipReason
 from telha.common.errors import Conflict, InvalidInput
 from telha.tenancy.models import AliasKind, Person, PersonAlias, Rights, Tenant, TenantGroup
 from telha.tenancy.services import (
@@ -243,7 +243,7 @@ def person_deprovision(*, person: Person, via: str = "scim") -> dict[str, int]:
         user.save(update_fields=["is_active", "password"])
     keys = person.api_keys.filter(revoked_at__isnull=True).update(revoked_at=now)
     cards = person_cards_withdraw(
-        person=person, reason=RESPONDER_NOT_AUTHORISED, detail="deprovisioned"
+        person=person, reason=SkipReason.RESPONDER_NOT_AUTHORISED, detail="deprovisioned"
     )
     counts = {"keys": keys, "cards": cards}
     audit_event_append(

@@ -340,14 +340,13 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# In-process job workers the cluster runs for a kind prefix (see telha.jobs.dispatch).
+# The in-process job handler the cluster runs for each kind prefix, the one registry of
+# them (telha.jobs.tasks.handler_for; telha.jobs.dispatch wakes only these kinds): a round
+# handler (`telha.jobs.tasks.round_handler`) takes each leased round whole.
 JOB_WORKERS: dict[str, str] = {
-    "clarify:": "delivery.worker.handle_lease",
+    "clarify:": "delivery.worker.handle_leases",
     "ingest:": "telha.ingest.documents.handle_lease",
 }
-# Kinds whose worker also takes a whole round of leases at once (telha.jobs.tasks.work):
-# the leases it leaves go to the JOB_WORKERS handler one by one.
-JOB_BATCH_WORKERS: dict[str, str] = {"clarify:temporal": "delivery.batch.handle_leases"}
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Which queue's cluster runs each audience's in-process worker, e.g.
 # "clarify=telha-clarify,ingest=telha-ingest" (unlisted audiences: the default queue). Set

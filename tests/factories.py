@@ -25,6 +25,8 @@ from telha.jobs.models import Job
 from telha.tenancy.models import ApiKey, Person, PersonAlias, Rights, Tenant, TenantGroup
 from telha.tenancy.services import user_name_for
 
+from .submissions import OMIT, Submission
+
 
 class TenantFactory(factory.django.DjangoModelFactory):
     class Meta:
@@ -136,52 +138,30 @@ JAN_2027 = 1_798_761_600_000_000  # 2027-01-01T00:00:00Z
 def submission_payload(**overrides: object) -> dict:
     """The CONTRACT §3.1 example: a contract term authored by alice with one relative-date
     ambiguity. Top-level keys are replaced by `overrides`; `source_*` keys patch the source."""
-    start = MSA_TEXT.index("This agreement")
-    end = MSA_TEXT.index("two years") + len("two years")
-    payload: dict = {
-        "source": {
-            "system": "sharepoint",
-            "externalId": "contracts/msa.docx",
-            "title": "Master services agreement",
-            "uri": "https://sharepoint.example/contracts/msa.docx",
-            "text": MSA_TEXT,
-            "acl": ["group:legal"],
-            "restriction": None,
-        },
-        "spans": [{"start": start, "end": end}],
-        "nodes": [
+    sub = Submission(
+        "contracts/msa.docx",
+        MSA_TEXT,
+        title="Master services agreement",
+        uri="https://sharepoint.example/contracts/msa.docx",
+        restriction=None,
+    )
+    fact = sub.fact(
+        "msa-term", name="MSA effective period", span=sub.span_of("This agreement", "two years")
+    )
+    sub.person("alice@acme.test", of=[fact])
+    sub.ambiguity(
+        fact,
+        candidates=[
             {
-                "ref": 0,
-                "key": "msa-term",
-                "labels": ["CONTRACT_TERM"],
-                "properties": {"name": "MSA effective period"},
-                "validFrom": None,
+                "validFrom": OCT_2026,
                 "validTo": None,
-                "confidence": 0.92,
+                "label": "1 Oct 2026 (next quarter)",
                 "spanRef": 0,
             },
-            {"ref": 1, "labels": ["PERSON"], "properties": {"email": "alice@acme.test"}},
+            {"validFrom": JAN_2027, "validTo": None, "label": "1 Jan 2027"},
         ],
-        "edges": [{"type": "AUTHORED_BY", "from": 0, "to": 1}],
-        "ambiguities": [
-            {
-                "nodeRef": 0,
-                "kind": "relative_date",
-                "severityHint": None,
-                "candidates": [
-                    {
-                        "validFrom": OCT_2026,
-                        "validTo": None,
-                        "label": "1 Oct 2026 (next quarter)",
-                        "spanRef": 0,
-                    },
-                    {"validFrom": JAN_2027, "validTo": None, "label": "1 Jan 2027"},
-                ],
-                "detectorConfidence": 0.81,
-                "appliedCandidateConfidence": 0.45,
-            }
-        ],
-    }
+    )
+    payload: dict = sub.payload()
     for name, value in overrides.items():
         if name.startswith("source_"):
             payload["source"][name.removeprefix("source_")] = value
@@ -202,24 +182,17 @@ def fact_payload(
     valid_to: object = None,
 ) -> dict:
     """A one-node submission without spans, edges or ambiguities."""
-    return {
-        "source": {
-            "system": "notes",
-            "externalId": external_id,
-            "text": text,
-            "acl": ["group:legal"] if acl is None else acl,
-        },
-        "nodes": [
-            {
-                "ref": 0,
-                "key": key,
-                "labels": labels or ["CONTRACT_TERM"],
-                "properties": {"name": "Plain fact"} if properties is None else properties,
-                "validFrom": valid_from,
-                "validTo": valid_to,
-            }
-        ],
-    }
+    sub = Submission(external_id, text, system="notes", acl=["group:legal"] if acl is None else acl)
+    sub.fact(
+        key,
+        properties={"name": "Plain fact"} if properties is None else properties,
+        labels=labels or ["CONTRACT_TERM"],
+        valid_from=valid_from,
+        valid_to=valid_to,
+        confidence=OMIT,
+        span=OMIT,
+    )
+    return sub.payload(omit_empty=True)
 
 
 def written_counts() -> dict[str, int]:

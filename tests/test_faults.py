@@ -159,17 +159,17 @@ def test_worker_leaves_no_active_nonce_when_an_answer_binds_mid_delivery(
     clar_id = created.json()["clarifications"][0]["id"]
     [lease] = job_lease(tenant=None, audience="clarify", kinds=["clarify:"])
     statuses: list[int] = []
-    recent = worker._recent_for_person
+    counts = worker._counts  # the round's last read before its transaction
 
-    def answered_meanwhile(person: Any) -> int:
+    def answered_meanwhile(people: Any) -> Any:
         reply = person_client("bob").post(
             f"/v1/clarifications/{clar_id}/answer", {"answerIndex": 0}, format="json"
         )
         statuses.append(reply.status_code)
-        return recent(person)
+        return counts(people)
 
-    with mock.patch("delivery.worker._recent_for_person", side_effect=answered_meanwhile):
-        worker.handle_lease(lease)
+    with mock.patch("delivery.worker._counts", side_effect=answered_meanwhile):
+        worker.handle_leases([lease])
 
     assert statuses == [200]
     assert not Delivery.objects.filter(
@@ -207,7 +207,7 @@ def test_answer_and_a_worker_leasing_its_job_do_not_deadlock(
     assert not errors, errors
     assert statuses == [200]
     [held] = leases
-    worker.handle_lease(held)  # the worker finds the clarification answered
+    worker.handle_leases([held])  # the worker finds the clarification answered
     assert Job.objects.get(pk=held.job.pk).status == JobStatus.DONE
 
 
@@ -223,7 +223,7 @@ def _clarification_by_alice(ingest_client: Any, external_id: str) -> str:
 
 def _lease_racing(other: Callable[[], Any]) -> tuple[list[Any], list[Any]]:
     """Lease the (one) ready routing job in one thread, holding the job row for a
-    second before its lease hook (`on_lease_many`) locks the clarification, while `other` runs in a
+    second before its lease hook (`on_lease`) locks the clarification, while `other` runs in a
     second thread once the job is locked. Returns (leases, errors)."""
     from django.db import connections
 
@@ -233,7 +233,7 @@ def _lease_racing(other: Callable[[], Any]) -> tuple[list[Any], list[Any]]:
     barrier = threading.Barrier(2, timeout=30)
     errors: list[BaseException] = []
     leases: list[Any] = []
-    on_lease = clarify.routing.on_attempts_start  # the kind's on_lease_many hook
+    on_lease = clarify.routing.on_attempts_start  # the kind's on_lease hook
 
     def slow_on_lease(jobs: Any) -> None:
         barrier.wait()  # the job row is locked now; the other transaction starts

@@ -54,6 +54,7 @@ from tests.delivery.conftest_slack import (
     signed_headers,
 )
 from tests.delivery.slack_stub import RunningStub, SlackStub
+from tests.submissions import OMIT, Submission
 from tests.test_faults import (
     free_port,
     scratch_pg_database,
@@ -448,40 +449,27 @@ def stack(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Stack]:
 
 def submission(external_id: str) -> dict[str, Any]:
     text = "This agreement is effective from the start of next month."
-    return {
-        "source": {
-            "system": "sharepoint",
-            "externalId": external_id,
-            "title": "Agreement",
-            "text": text,
-            "acl": ["group:legal"],
-        },
-        "spans": [{"start": 0, "end": len(text)}],
-        "nodes": [
-            {
-                "ref": 0,
-                "key": external_id,
-                "labels": ["CONTRACT_TERM"],
-                "properties": {"name": f"Term of {external_id}"},
-                "confidence": 0.9,
-                "spanRef": 0,
-            },
-            {"ref": 1, "labels": ["PERSON"], "properties": {"email": f"alice@{TENANT}.test"}},
+    sub = Submission(external_id, text, title="Agreement")
+    fact = sub.fact(
+        external_id,
+        name=f"Term of {external_id}",
+        valid_from=OMIT,
+        valid_to=OMIT,
+        confidence=0.9,
+        span=sub.span(0, len(text)),
+    )
+    sub.person(f"alice@{TENANT}.test", of=[fact])
+    sub.ambiguity(
+        fact,
+        severity_hint=OMIT,
+        candidates=[
+            {"validFrom": "2026-12-01T00:00:00Z", "label": "1 Dec 2026"},
+            {"validFrom": "2027-01-01T00:00:00Z", "label": "1 Jan 2027"},
         ],
-        "edges": [{"type": "AUTHORED_BY", "from": 0, "to": 1}],
-        "ambiguities": [
-            {
-                "nodeRef": 0,
-                "kind": "relative_date",
-                "candidates": [
-                    {"validFrom": "2026-12-01T00:00:00Z", "label": "1 Dec 2026"},
-                    {"validFrom": "2027-01-01T00:00:00Z", "label": "1 Jan 2027"},
-                ],
-                "detectorConfidence": 0.8,
-                "appliedCandidateConfidence": 0.5,
-            }
-        ],
-    }
+        detector_confidence=0.8,
+        applied_confidence=0.5,
+    )
+    return sub.payload()
 
 
 def submitted(stack: Stack, external_id: str) -> dict[str, Any]:

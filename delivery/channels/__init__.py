@@ -2,8 +2,12 @@
 tenant's channel order, by default `CLARIFY_CHANNELS`) for which they have a verified
 address."""
 
+from dataclasses import dataclass
+
 from django.conf import settings
 from django.utils.module_loading import import_string
+
+from telha.tenancy.models import Person
 
 from .base import Channel, DeliveryError
 
@@ -36,4 +40,36 @@ def channel_named(name: str) -> Channel | None:
     return next((c for c in configured_channels() if c.name == name), None)
 
 
-__all__ = ["Channel", "DeliveryError", "channel_named", "configured_channels"]
+@dataclass(frozen=True)
+class Route:
+    """Where a person is reached: a channel and their verified address on it."""
+
+    channel: Channel
+    address: str
+
+
+def route_for(
+    person: Person,
+    aliases: dict[str, str],
+    order: list[str] | None = None,
+    *,
+    channels: list[Channel] | None = None,
+) -> Route | None:
+    """The first configured channel, in `order` (the tenant's channel order; None: the
+    `CLARIFY_CHANNELS` default), on which the person has a verified address; `channels`:
+    those channels, when the caller has them already."""
+    for channel in configured_channels(order) if channels is None else channels:
+        address = channel.address(person, aliases)
+        if address:
+            return Route(channel, address)
+    return None
+
+
+__all__ = [
+    "Channel",
+    "DeliveryError",
+    "Route",
+    "channel_named",
+    "configured_channels",
+    "route_for",
+]

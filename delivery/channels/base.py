@@ -19,7 +19,7 @@ class DeliveryError(Exception):
 class Channel(ABC):
     name = ""
     # Its sends read and write nothing in the database (an HTTP call), so the batch
-    # worker may run several at once from threads (`delivery.batch.SEND_THREADS`).
+    # worker may run several at once from threads (`delivery.worker.SEND_THREADS`).
     threaded_sends = False
 
     def configured(self) -> bool:

@@ -39,6 +39,7 @@ from slack_sdk.models.blocks import Block, DividerBlock
 from slack_sdk.signature import SignatureVerifier
 
 from clarify.models import Clarification
+from telha.common.codes import TapRefusal
 from telha.tenancy.models import AliasKind, Person, Tenant
 
 from ..actions import (
@@ -47,7 +48,6 @@ from ..actions import (
     INVALID,
     MOVED,
     SOURCE_TEXT,
-    UNMAPPED_IDENTITY,
     VALID_FROM,
     VALID_TO,
     CardReply,
@@ -447,7 +447,7 @@ def _modal_errors(reply: CardReply) -> dict[str, str]:
     """The modal's field errors for a refused submission (empty: it closes)."""
     if reply.errors:
         return {FIELD_BLOCKS[name]: text for name, text in reply.errors.items()}
-    if reply.reason == UNMAPPED_IDENTITY:
+    if reply.reason == TapRefusal.UNMAPPED_IDENTITY:
         return {VALID_FROM_BLOCK: UNMAPPED_TEXT}
     if reply.status in (INVALID, DROPPED):
         return {VALID_FROM_BLOCK: reply.text[:150]}

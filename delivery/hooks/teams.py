@@ -21,6 +21,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from clarify.models import Clarification
+from telha.common.codes import TapRefusal
 from telha.common.parsers import json_problem
 from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
 
@@ -29,7 +30,6 @@ from ..actions import (
     DROPPED_TEXT,
     INVALID,
     MOVED,
-    UNMAPPED_IDENTITY,
     CardReply,
     CardTap,
     CustomInputs,
@@ -376,7 +376,7 @@ def _unmapped(activity: dict[str, Any], delivery: Delivery | None) -> HttpRespon
     kind = activity.get("type")
     identity = identity_of(activity)
     if delivery is not None:
-        card_tap_refuse(delivery, UNMAPPED_IDENTITY, CHANNEL, {"identity": identity})
+        card_tap_refuse(delivery, TapRefusal.UNMAPPED_IDENTITY, CHANNEL, {"identity": identity})
     else:
         log.info("unmapped teams identity %s (%s) submitted nothing", identity, kind)
     if kind == "invoke":

@@ -4,7 +4,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from django.db import connections, router, transaction
+from django.db import transaction
 from django.db.models import Q, Value
 from django.db.models.functions import Concat, Lower
 
@@ -21,6 +21,7 @@ from .models import (
     SourceUserObjectPermission,
     SourceVersion,
 )
+from .sql import versions_close
 
 ACL_KINDS = ("group", "email", "aad")
 
@@ -351,7 +352,7 @@ def node_versions_write(writes: list[VersionWrite]) -> list[NodeVersion]:
     currents = [w.current for w in writes if w.current is not None]
     tx = max([now_us(), *(c.tx_from + 1 for c in currents)])
     with transaction.atomic(savepoint=False):
-        closed = _versions_close([c.pk for c in currents], tx)
+        closed = versions_close([c.pk for c in currents], tx)
         if closed == len(currents):
             versions = [_version_row(w, tx) for w in writes]
             NodeVersion.objects.bulk_create(versions)
@@ -363,26 +364,6 @@ def node_versions_write(writes: list[VersionWrite]) -> list[NodeVersion]:
     # One version whose current had moved: its UPDATE matched no row, nothing was written,
     # so the block ends cleanly and the caller's transaction may re-read and retry.
     raise CurrentVersionMoved([w.node.pk for w in writes])
-
-
-# The hot statement of every version write (binding included), literal: the ORM's
-# `NodeVersion.objects.filter(pk__in=pks, tx_to__isnull=True).update(tx_to=tx)` compiled
-# anew costs twice what running it does. tests/graph/test_version_close_sql.py compares it
-# with that query.
-VERSIONS_CLOSE_SQL = (
-    'UPDATE "graph_nodeversion" SET "tx_to" = %s'
-    ' WHERE "tx_to" IS NULL AND "id" IN ({keys})'  # one %s per version
-)
-
-
-def _versions_close(pks: list[int], tx: int) -> int:
-    """Close the current versions `pks` at `tx` (those still current); how many closed."""
-    if not pks:
-        return 0
-    sql = VERSIONS_CLOSE_SQL.format(keys=", ".join(["%s"] * len(pks)))
-    with connections[router.db_for_write(NodeVersion)].cursor() as cursor:
-        cursor.execute(sql, [tx, *pks])
-        return int(cursor.rowcount)
 
 
 def _version_row(w: VersionWrite, tx: int) -> NodeVersion:

@@ -9,22 +9,6 @@ from typing import Any
 
 JITTER = 0.1
 
-# Reason codes that skip to the next attempt at once (spec §6 "Skip and escalation reason
-# codes"): a skipped candidate never burns an escalation window. DELIVERY_FAILED is one
-# too (spec §6 failure behaviour: "delivery failure → retry within lease, then
-# fail(retryable) to advance the ranking"): the worker has already retried inside its lease.
-SKIP_REASONS = frozenset(
-    {
-        "NO_READ_PERMISSION",
-        "NO_DELIVERY_ALIAS",
-        "ALIAS_AMBIGUOUS",
-        "DELIVERY_FAILED",
-        "DAILY_CAP_EXCEEDED",
-        "TENANT_SCOPE_MISMATCH",
-        "RESPONDER_NOT_AUTHORISED",
-    }
-)
-
 
 @dataclass(frozen=True)
 class KindPolicy:
@@ -35,10 +19,9 @@ class KindPolicy:
     on_expired: Callable[[Any], None] | None = field(default=None, compare=False)
     on_retry: Callable[[Any], None] | None = field(default=None, compare=False)
     on_dead: Callable[[Any], None] | None = field(default=None, compare=False)
-    # A job was just leased (its next attempt starts); runs in the leasing transaction.
-    on_lease: Callable[[Any], None] | None = field(default=None, compare=False)
-    # The same for all the jobs of the kind one lease took at once (instead of on_lease).
-    on_lease_many: Callable[[list[Any]], None] | None = field(default=None, compare=False)
+    # The jobs of the kind one lease took (their next attempts start), at once: a round
+    # of one is a list of one. Runs in the leasing transaction.
+    on_lease: Callable[[list[Any]], None] | None = field(default=None, compare=False)
     # A reaped job became runnable again: its backoff (e.g. an escalation window) ran out.
     on_window_end: Callable[[Any], None] | None = field(default=None, compare=False)
 

@@ -18,20 +18,20 @@ from typing import Any, Literal, NoReturn
 
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import Q, QuerySet
+from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Now
+from django.utils import timezone
 
+from telha.common.codes import ATTEMPT_SKIPS, JobReason
 from telha.common.errors import Conflict, InvalidInput, PermissionDeniedError
 from telha.common.observability import current_request_id
 from telha.tenancy.models import Tenant
 
 from .models import Job, JobStatus
-from .policies import SKIP_REASONS, backoff_seconds, policy_for_kind, registered_kinds
+from .policies import backoff_seconds, policy_for_kind, registered_kinds
+from .sql import jobs_finish
 
 MAX_LEASE_SECONDS = 3600
-# The reaper's reason: a job whose `last_error` starts with it is waiting out its backoff
-# (for clarify:temporal, the escalation window) after its lease ran out.
-LEASE_EXPIRED = "LEASE_EXPIRED"
 MAX_BATCH = 100
 
 
@@ -176,18 +176,14 @@ def job_lease(
 
 
 def _on_lease(jobs: Iterable[Job]) -> None:
-    """The kinds' lease hooks: `on_lease_many` once with the kind's jobs, else
-    `on_lease` job by job."""
+    """Each kind's lease hook, once with the kind's jobs of this lease."""
     by_kind: dict[str, list[Job]] = {}
     for job in jobs:
         by_kind.setdefault(job.kind, []).append(job)
     for kind, of_kind in by_kind.items():
-        policy = policy_for_kind(kind)
-        if policy.on_lease_many is not None:
-            policy.on_lease_many(of_kind)
-        elif policy.on_lease is not None:
-            for job in of_kind:
-                policy.on_lease(job)
+        hook = policy_for_kind(kind).on_lease
+        if hook is not None:
+            hook(of_kind)
 
 
 class Fence(Enum):
@@ -229,6 +225,45 @@ def _refuse(job_id: Any, tenant: Tenant | None, audience: AudienceArg) -> NoRetu
         if other.exists():
             raise JobKindForbidden(f"A {audience!r} token may work only on '{audience}:' jobs.")
     raise LeaseLost()
+
+
+def leases_lock(leases: Iterable[Lease]) -> set[Any]:
+    """The ids of the jobs `leases` still hold (leased, with the lease's token), their rows
+    locked in id order until the caller's transaction ends — before the rows they are
+    about, the order leasing, reaping and a re-ask lock in. While it lasts nobody else
+    completes, fails, reaps or supersedes them: the fence of everything a worker writes
+    for a round of leases at once. Call inside a transaction."""
+    tokens = {lease.job.pk: lease.token for lease in leases}
+    if not tokens:
+        return set()
+    rows = (
+        Job.objects.select_for_update()
+        .filter(pk__in=list(tokens), status=JobStatus.LEASED)
+        .order_by("pk")
+        .values_list("pk", "lease_token")
+    )
+    return {pk for pk, token in rows if token == tokens[pk]}
+
+
+def lease_renew(lease: Lease) -> bool:
+    """Whether `lease` is still held, extended first when more than half of it is spent
+    (a lease that waited behind others of its round). False: lost, its new holder has it."""
+    remaining = (lease.expires_at - timezone.now()).total_seconds()
+    if remaining > policy_for_kind(lease.job.kind).lease_ttl_seconds / 2:
+        return True
+    try:
+        job_heartbeat(tenant=None, job_id=lease.job.pk, token=lease.token)
+    except LeaseLost:
+        return False
+    return True
+
+
+def lease_attempt_add(lease: Lease) -> None:
+    """One more attempt for the leased job (a retried steward escalation); `LeaseLost`
+    and nothing changed unless the lease is still held."""
+    held = _held(lease.job.pk, lease.token, None, Fence.OFF)
+    if not held.update(max_attempts=F("max_attempts") + 1):
+        raise LeaseLost()
 
 
 def job_heartbeat(
@@ -332,7 +367,7 @@ def _retry_or_bury(job: Job, *, retryable: bool, reason: str, detail: str) -> No
         if policy.on_dead is not None:
             policy.on_dead(job)
         return
-    delay = 0.0 if reason in SKIP_REASONS else backoff_seconds(job.kind, job.attempts)
+    delay = 0.0 if reason in ATTEMPT_SKIPS else backoff_seconds(job.kind, job.attempts)
     job.status = JobStatus.PENDING
     job.run_after = Now() + timedelta(seconds=delay)
     job.save()
@@ -349,27 +384,10 @@ def jobs_finish_for_subject(*, kind: str, subject: str, reason: str) -> int:
     cleared, `last_error` = `reason`), skipping any row another transaction holds (SKIP
     LOCKED on PostgreSQL; SQLite has one writer at a time). Returns how many finished.
 
-    One literal statement (`FINISH_SQL`): the answer runs it on every binding, and
-    compiling the ORM's query it replaces cost four times what running it does."""
-    skip_locked = connection.features.has_select_for_update_skip_locked
-    sql = FINISH_SQL.format(lock=" FOR UPDATE SKIP LOCKED" if skip_locked else "")
-    done, pending, leased = JobStatus.DONE.value, JobStatus.PENDING.value, JobStatus.LEASED.value
-    params = [done, reason[:2000], kind, subject, pending, leased]
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return int(cursor.rowcount)
-
-
-# `jobs_finish_for_subject`, literal. The ORM query it replaces (compared with it by
-# tests/jobs/test_finish_for_subject.py):
-#   Job.objects.filter(pk__in=Job.objects.filter(kind=kind, subject=subject,
-#       status__in=[PENDING, LEASED]).select_for_update(skip_locked=True).values("pk"))
-#   .update(status=DONE, lease_token=None, lease_expires_at=None, last_error=reason)
-FINISH_SQL = (
-    'UPDATE "jobs_job" SET "status" = %s, "lease_token" = NULL, "lease_expires_at" = NULL,'
-    ' "last_error" = %s WHERE "id" IN (SELECT "id" FROM "jobs_job"'
-    ' WHERE "kind" = %s AND "subject" = %s AND "status" IN (%s, %s){lock})'
-)  # lock: FOR UPDATE SKIP LOCKED on PostgreSQL; SQLite has one writer at a time
+    One literal statement (`telha.jobs.sql.jobs_finish`): the answer runs it on every
+    binding, and compiling the ORM's query it replaces cost four times what running it
+    does."""
+    return jobs_finish(kind=kind, subject=subject, reason=reason)
 
 
 def jobs_reap(*, limit: int = 500) -> int:
@@ -386,7 +404,9 @@ def jobs_reap(*, limit: int = 500) -> int:
                 policy = policy_for_kind(job.kind)
                 if policy.on_expired is not None:
                     policy.on_expired(job)
-                _retry_or_bury(job, retryable=True, reason=LEASE_EXPIRED, detail=job.lease_holder)
+                _retry_or_bury(
+                    job, retryable=True, reason=JobReason.LEASE_EXPIRED, detail=job.lease_holder
+                )
         reaped += len(batch)
         if len(batch) < limit:
             return reaped
@@ -405,7 +425,7 @@ def jobs_windows_ended() -> int:
             status=JobStatus.PENDING,
             attempts__gt=0,
             run_after__lte=Now(),
-            last_error__startswith=LEASE_EXPIRED,
+            last_error__startswith=JobReason.LEASE_EXPIRED,
         )
         for job in waiting.iterator():
             with transaction.atomic():
@@ -442,19 +462,19 @@ def job_attempt_skip(*, job_id: Any, attempt: int, reason: str, detail: str = ""
     """The candidate of `attempt` turned out not askable after all (e.g. a digest item
     dropped at send because they lost read access): like an in-lease skip, it burns no
     escalation window, so the next attempt becomes leasable at once. `reason` is a skip
-    reason code (SKIP_REASONS).
+    reason code (`telha.common.codes.ATTEMPT_SKIPS`).
 
     - Still leased at that attempt (its lease not yet run out): failed with `reason`,
       exactly as the worker would have (`attempts + 1`, pending now; dead when that was
       the last attempt).
     - Already reaped into that attempt's window (`attempts` = attempt + 1, pending,
-      `LEASE_EXPIRED`): runnable now, its `last_error` the skip (so no "window expired").
+      LEASE_EXPIRED): runnable now, its `last_error` the skip (so no "window expired").
     - Anything else (moved on, finished, or another transaction holds the row — a lease
       starting the next attempt anyway): left alone.
 
     Returns whether the job moved. The row is locked with SKIP LOCKED, never waited for:
     callers hold clarification and delivery locks, which leasing takes after the job's."""
-    if reason not in SKIP_REASONS:
+    if reason not in ATTEMPT_SKIPS:
         raise ValueError(f"job_attempt_skip: {reason!r} is not a skip reason code")
     job = Job.objects.select_for_update(skip_locked=True).filter(pk=job_id).first()
     if job is None:
@@ -465,7 +485,7 @@ def job_attempt_skip(*, job_id: Any, attempt: int, reason: str, detail: str = ""
     if (
         job.status == JobStatus.PENDING
         and job.attempts == attempt + 1
-        and job.last_error.startswith(LEASE_EXPIRED)
+        and job.last_error.startswith(JobReason.LEASE_EXPIRED)
     ):
         Job.objects.filter(pk=job.pk).update(
             run_after=Now(), last_error=_error_text(reason, detail), updated_at=Now()
@@ -485,7 +505,7 @@ def job_advance(
     if job is None:
         _refuse(job_id, tenant, audience)
     if job.attempts + 1 >= job.max_attempts:
-        _retry_or_bury(job, retryable=False, reason="ATTEMPTS_EXHAUSTED", detail="")
+        _retry_or_bury(job, retryable=False, reason=JobReason.ATTEMPTS_EXHAUSTED, detail="")
         return job
     job.attempts += 1
     Job.objects.filter(pk=job.pk).update(attempts=job.attempts, updated_at=Now())

@@ -4,6 +4,7 @@ django-q2 only executes; the Job table holds all state. These tasks are safe to 
 leasing is atomic, and a duplicate worker simply finds nothing ready.
 """
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -11,20 +12,43 @@ from typing import Any
 
 from django.conf import settings
 from django.db import close_old_connections
-from django.utils import timezone
 from django.utils.module_loading import import_string
 
+from telha.common.codes import JobReason
 from telha.common.observability import request_id_var
 
 from . import dispatch
-from .policies import policy_for_kind
-from .services import Lease, LeaseLost, job_fail, job_heartbeat, job_lease, jobs_sweep
+from .services import Lease, job_fail, job_lease, jobs_sweep, lease_renew
 
 log = logging.getLogger(__name__)
 WORK_LOOP_SECONDS = 50
-# Leases per round: a kind with a batch handler gets up to BATCH_LEASES at once.
+# Leases per round: a round handler gets up to ROUND_LEASES at once, a per-lease handler
+# LEASES_PER_ROUND one by one.
 LEASES_PER_ROUND = 10
-BATCH_LEASES = 50
+ROUND_LEASES = 50
+
+
+class RoundHandler:
+    """A kind's handler that takes each leased round whole (`round_handler`), so what it
+    reads and writes for one lease it reads and writes once for the round: a single
+    lease is a round of one. It may raise only before it wrote or sent anything (the
+    round is then run again lease by lease); after that it fails the jobs it could not
+    finish itself."""
+
+    def __init__(self, handle: Callable[[list[Lease]], None]) -> None:
+        self.handle = handle
+        functools.update_wrapper(self, handle)
+
+    def __call__(self, leases: list[Lease]) -> None:
+        self.handle(leases)
+
+
+def round_handler(handle: Callable[[list[Lease]], None]) -> RoundHandler:
+    """Mark a `JOB_WORKERS` handler as one that takes whole rounds (`RoundHandler`)."""
+    return RoundHandler(handle)
+
+
+Handler = Callable[[Lease], None] | RoundHandler
 
 
 def sweep() -> dict[str, Any]:
@@ -32,45 +56,23 @@ def sweep() -> dict[str, Any]:
     return jobs_sweep()
 
 
-def handler_for(kind: str) -> Callable[[Lease], None] | None:
+def handler_for(kind: str) -> Handler | None:
+    """The kind's in-process handler, from the one registry of them
+    (`settings.JOB_WORKERS`, by kind prefix): a `RoundHandler`, or a function of one
+    lease."""
     for prefix, path in getattr(settings, "JOB_WORKERS", {}).items():
         if kind.startswith(prefix):
-            return import_string(path)
+            handler: Handler = import_string(path)
+            return handler
     return None
-
-
-def batch_handler_for(kind: str) -> Callable[[list[Lease]], list[Lease]] | None:
-    """The kind's batch handler (`settings.JOB_BATCH_WORKERS`), if it has one: it gets a
-    round's leases at once and returns those it leaves to the per-lease handler. It may
-    raise only before it wrote or sent anything (every lease then goes to the per-lease
-    handler); after that it fails the jobs it could not finish itself."""
-    for prefix, path in getattr(settings, "JOB_BATCH_WORKERS", {}).items():
-        if kind.startswith(prefix):
-            return import_string(path)
-    return None
-
-
-def still_held(lease: Lease) -> bool:
-    """Later jobs of a batch wait for earlier ones: extend a lease that is more than half
-    spent before handling it; a lease already lost is skipped (its new holder has it)."""
-    remaining = (lease.expires_at - timezone.now()).total_seconds()
-    ttl = policy_for_kind(lease.job.kind).lease_ttl_seconds
-    if remaining > ttl / 2:
-        return True
-    try:
-        job_heartbeat(tenant=None, job_id=lease.job.pk, token=lease.token)
-    except LeaseLost:
-        return False
-    return True
 
 
 def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
     """Lease and process ready jobs of `kind` with its audience until none are ready (or
-    the time budget is spent). Returns how many leases were processed. A kind with a
-    batch handler leases up to BATCH_LEASES a round and hands them to it first; the
-    leases it leaves go to the per-lease handler, one by one as before. A cluster runs
-    only the audiences routed to it (`dispatch.serves`); for any other kind it does
-    nothing."""
+    the time budget is spent). Returns how many leases were processed. A round handler
+    gets up to ROUND_LEASES leases a round at once; a per-lease handler gets them one by
+    one, each still held (extended first when more than half spent). A cluster runs only
+    the audiences routed to it (`dispatch.serves`); for any other kind it does nothing."""
     handler = handler_for(kind)
     if handler is None:
         return 0
@@ -86,7 +88,7 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
         )
         return 0
     audience = dispatch.audience_of(kind)
-    batch = batch_handler_for(kind)
+    rounds = isinstance(handler, RoundHandler)
     deadline = time.monotonic() + max_seconds
     done = 0
     holder = f"cluster:{dispatch.this_cluster()}"
@@ -96,28 +98,44 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
             tenant=None,
             audience=audience,
             kinds=[kind],
-            max_jobs=BATCH_LEASES if batch is not None else LEASES_PER_ROUND,
+            max_jobs=ROUND_LEASES if rounds else LEASES_PER_ROUND,
             holder=holder,
         )
         if not leases:
             break
         done += len(leases)
-        left = _run_batch(batch, leases) if batch is not None else leases
-        for lease in left:
-            if still_held(lease):
+        if isinstance(handler, RoundHandler):
+            _run_round(handler, leases)
+            continue
+        for lease in leases:
+            if lease_renew(lease):
                 _run_one(handler, lease)
     return done
 
 
-def _run_batch(batch: Callable[[list[Lease]], list[Lease]], leases: list[Lease]) -> list[Lease]:
-    """The leases the batch handler left to the per-lease handler (all of them when it
-    raised: it raises only before it wrote or sent anything). Each lease's request id is
-    the batch handler's to restore around what it writes for that lease."""
+def _run_round(handler: RoundHandler, leases: list[Lease]) -> None:
+    """The round through its handler. One that raised (before it wrote or sent anything)
+    is run again a lease at a time, so one bad lease fails alone; a round of one that
+    raises fails its job as a per-lease handler's bug does. Each lease's request id is
+    the handler's to restore around what it writes for that lease (a round of one runs
+    under it already)."""
+    alone = len(leases) == 1
+    token = request_id_var.set(leases[0].job.request_id) if alone else None
     try:
-        return batch(leases)
-    except Exception:
-        log.exception("a batch of %d jobs failed in its handler; one by one now", len(leases))
-        return leases
+        handler(leases)
+        return
+    except Exception as exc:
+        if alone:
+            log.exception("job %s failed in its handler", leases[0].job.pk)
+            fail_after_bug(leases[0], exc)
+            return
+        log.exception("a round of %d jobs failed in its handler; one by one now", len(leases))
+    finally:
+        if token is not None:
+            request_id_var.reset(token)
+    for lease in leases:
+        if lease_renew(lease):
+            _run_round(handler, [lease])
 
 
 def _run_one(handler: Callable[[Lease], None], lease: Lease) -> None:
@@ -140,7 +158,7 @@ def fail_after_bug(lease: Lease, exc: BaseException) -> None:
             job_id=lease.job.pk,
             token=lease.token,
             retryable=True,
-            reason="WORKER_ERROR",
+            reason=JobReason.WORKER_ERROR,
             detail=f"{type(exc).__name__}: {exc}"[:500],
         )
     except Exception:

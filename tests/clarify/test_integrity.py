@@ -67,7 +67,7 @@ def _fail_on_call(real: Any, n: int) -> Any:
     [
         # the submission's clarifications are opened together (clarifications_open)
         "rank_candidates_many",  # ranking, before the clarification rows exist
-        "AuditEvent.objects.append",  # the `opened` events, after the clarification rows
+        "audit_events_append",  # the `opened` events, after the clarification rows
         "jobs_enqueue",  # the routing jobs, after the rows and their events
     ],
 )

@@ -25,6 +25,7 @@ from clarify.answering import (
     Prior,
     decide,
     responder_claimed,
+    steward_may_override,
 )
 from clarify.api.outcomes import answer_reply
 from clarify.models import BindingStatus, QuorumState, State
@@ -341,3 +342,38 @@ def test_trust_lets_each_caller_answer_only_as_itself():
     assert responder_claimed(PERSON_KEY, AnswerInput(responder=str(ALICE))) == (ALICE, "editor")
     asserted = AnswerInput(responder=str(BOB), rights="steward")
     assert responder_claimed(SERVICE, asserted) == (BOB, "steward")
+
+
+# --- "may a steward override": one rule for the answer and the decide page ---------------
+
+OVERRIDE_CASES = [
+    (rights, state, allow, disputed)
+    for rights in (Rights.STEWARD, Rights.EDITOR)
+    for state in (State.OPEN, State.PARTIALLY_CONFIRMED, State.CONFLICTED, State.ANSWERED)
+    for allow in (False, True)
+    for disputed in (False, True)
+    if not disputed or state == State.ANSWERED  # only a binding is disputed
+]
+
+
+@pytest.mark.parametrize(("rights", "state", "allow", "disputed"), OVERRIDE_CASES)
+def test_the_answer_refuses_an_override_exactly_when_the_rule_says_no(
+    rights, state, allow, disputed
+):
+    may = steward_may_override(rights=rights, state=state, allow_override=allow, disputed=disputed)
+    assert may == (rights == Rights.STEWARD and (state == State.CONFLICTED or disputed or allow))
+    locked = clar(state, allow_override=allow)
+    if state == State.ANSWERED:
+        locked = answered(allow_override=allow)
+    responses = [ALICE_BOUND, BOB_DISPUTE] if disputed else []
+    outcome = decide(
+        locked,
+        responses,
+        AnswerInput(answer_index=0, steward_override=True),
+        responder=SAM,
+        rights=rights,
+    )
+    refused = outcome.kind is OutcomeKind.REFUSED
+    assert refused == (not may)
+    if refused:
+        assert outcome.error is not None and outcome.error.code == "STEWARD_OVERRIDE_FORBIDDEN"

@@ -26,6 +26,7 @@ from telha.jobs.tasks import work
 from telha.tenancy.models import Person
 from telha.tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
+from tests.submissions import contract_term
 
 JOB_KIND = "clarify:temporal"
 PASSWORD = "inbox-pass-" + "x" * 10
@@ -62,53 +63,24 @@ def build_submission(
     candidates: list[dict[str, Any]] | None = None,
     email_domain: str = "acme.test",
 ) -> dict[str, Any]:
-    """A Submission (CONTRACT §3.1) with one fact (ref 0) and its authority edges.
-
-    `links` are `(EDGE_TYPE, name)`: fact → PERSON node of `name@email_domain`; the edge
-    type fixes the rank (AUTHORED_BY < MENTIONS < OWNED_BY)."""
-    links = [("AUTHORED_BY", "alice"), ("MENTIONS", "bob")] if links is None else links
-    nodes: list[dict[str, Any]] = [
-        {
-            "ref": 0,
-            "key": external_id.replace("/", "-"),
-            "labels": ["CONTRACT_TERM"],
-            "properties": {"name": name},
-            "validFrom": None,
-            "validTo": None,
-            "confidence": 0.92,
-            "spanRef": 0,
-        }
-    ]
-    edges = []
-    for edge_type, who in links:
-        ref = len(nodes)
-        email = who if "@" in who else f"{who}@{email_domain}"
-        nodes.append({"ref": ref, "labels": ["PERSON"], "properties": {"email": email}})
-        edges.append({"type": edge_type, "from": 0, "to": ref})
-    return {
-        "source": {
-            "system": "sharepoint",
-            "externalId": external_id,
-            "title": title,
-            "uri": f"https://example.test/{external_id}",
-            "text": text,
-            "acl": ["group:legal"] if acl is None else acl,
-            "restriction": restriction,
-        },
-        "spans": [dict(span or SPAN)],
-        "nodes": nodes,
-        "edges": edges,
-        "ambiguities": [
-            {
-                "nodeRef": 0,
-                "kind": kind,
-                "severityHint": severity_hint,
-                "candidates": [dict(c) for c in (candidates or CANDIDATES)],
-                "detectorConfidence": 0.81,
-                "appliedCandidateConfidence": 0.45,
-            }
-        ],
-    }
+    """A Submission (CONTRACT §3.1) with one fact (ref 0) and its authority edges
+    (`tests.submissions.contract_term`): `links` are `(EDGE_TYPE, name)`, alice authored
+    and bob mentioned unless given."""
+    span = span or SPAN
+    return contract_term(
+        external_id=external_id,
+        title=title,
+        name=name,
+        text=text,
+        span=(span["start"], span["end"]),
+        links=[("AUTHORED_BY", "alice"), ("MENTIONS", "bob")] if links is None else links,
+        candidates=candidates or CANDIDATES,
+        acl=["group:legal"] if acl is None else acl,
+        restriction=restriction,
+        severity_hint=severity_hint,
+        kind=kind,
+        email_domain=email_domain,
+    )
 
 
 def submit_with(client: Any, **kwargs: Any) -> Clarification:

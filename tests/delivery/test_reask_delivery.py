@@ -14,6 +14,7 @@ from django.core.management import call_command
 from django.db import transaction
 from django.test import Client
 
+from clarify import selectors
 from clarify.models import BindingStatus, Clarification, ResponseRecord, State
 from clarify.stewardship import clarification_reask
 from delivery import worker
@@ -37,7 +38,21 @@ from .test_inbox import nonce_in, page_of, sections, signed_in
 
 def routing_jobs(clar: Clarification) -> list[Job]:
     """The clarification's routing jobs, oldest first (a re-ask adds one)."""
-    return list(Job.objects.filter(kind=JOB_KIND, subject=str(clar.pk)).order_by("id"))
+    return list(selectors.routing_jobs(clar))
+
+
+def test_the_routing_jobs_of_a_clarification_are_its_own_and_a_reask_s(submit, people):
+    alice, sam = people["alice"], people["sam"]
+    clar, other = submit(), submit(external_id="contracts/other.docx")
+    [first] = routing_jobs(clar)
+    assert list(selectors.routing_jobs(clar, active=True)) == [first]
+
+    second = reask(clar, alice, actor=sam)
+
+    assert routing_jobs(clar) == [first, second]  # oldest first: the latest is the last
+    assert list(selectors.routing_jobs(clar, active=True)) == [second]
+    assert {j.kind for j in routing_jobs(clar)} == {JOB_KIND}
+    assert first.pk not in {j.pk for j in routing_jobs(other)}
 
 
 def by_job(clar: Clarification) -> list[Delivery]:
@@ -216,7 +231,7 @@ def test_a_worker_holding_the_superseded_lease_sends_nothing(submit, channel, pe
     [lease] = job_lease(tenant=None, audience="clarify", kinds=["clarify:"])
     reask(clar, alice, actor=sam)
     before = snapshot_rows()
-    worker.handle_lease(lease)
+    worker.handle_leases([lease])
     assert channel.cards == []
     assert snapshot_rows() == before
     assert run_worker() == 1  # the re-ask's job asks alice

@@ -20,6 +20,7 @@ from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import job_enqueue
 from telha.tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
+from tests.submissions import Submission
 
 US = 1_000_000
 UPPER_SNAKE = r"^[A-Z][A-Z0-9_]*$"
@@ -124,47 +125,18 @@ def submission(
 ) -> dict[str, Any]:
     """A submission with one CONTRACT_TERM fact (ref 0), one ambiguity on it, and a PERSON
     node per `(EDGE_TYPE, name)` link (fact → person)."""
-    nodes: list[dict[str, Any]] = [
-        {
-            "ref": 0,
-            "key": "term",
-            "labels": ["CONTRACT_TERM"],
-            "properties": {"name": external_id},
-            "validFrom": None,
-            "validTo": None,
-            "confidence": 0.9,
-            "spanRef": 0,
-        }
-    ]
-    edges = []
+    sub = Submission(
+        external_id,
+        TEXT + " " + external_id,
+        title=external_id,
+        uri="https://example.test/" + external_id,
+        acl=["group:legal", "group:finance"],
+    )
+    fact = sub.fact("term", name=external_id, confidence=0.9, span=sub.span(69, 91))
     for edge_type, name in links:
-        nodes.append(
-            {"ref": len(nodes), "labels": ["PERSON"], "properties": {"email": f"{name}@acme.test"}}
-        )
-        edges.append({"type": edge_type, "from": 0, "to": len(nodes) - 1})
-    return {
-        "source": {
-            "system": "sharepoint",
-            "externalId": external_id,
-            "title": external_id,
-            "uri": "https://example.test/" + external_id,
-            "text": TEXT + " " + external_id,
-            "acl": ["group:legal", "group:finance"],
-        },
-        "spans": [{"start": 69, "end": 91}],
-        "nodes": nodes,
-        "edges": edges,
-        "ambiguities": [
-            {
-                "nodeRef": 0,
-                "kind": "relative_date",
-                "severityHint": severity_hint,
-                "candidates": [dict(c) for c in CANDIDATES],
-                "detectorConfidence": 0.8,
-                "appliedCandidateConfidence": 0.45,
-            }
-        ],
-    }
+        sub.person(f"{name}@acme.test", edge=edge_type, of=[fact])
+    sub.ambiguity(fact, candidates=CANDIDATES, severity_hint=severity_hint, detector_confidence=0.8)
+    return sub.payload()
 
 
 DEFAULT_LINKS = [("AUTHORED_BY", "alice"), ("MENTIONS", "bob"), ("OWNED_BY", "olga")]

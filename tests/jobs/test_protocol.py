@@ -10,9 +10,9 @@ import pytest
 from django.utils import timezone
 
 from clarify.models import AuditEvent, State
+from telha.common.codes import ATTEMPT_SKIPS
 from telha.common.times import to_us
 from telha.jobs.models import Job, JobStatus
-from telha.jobs.policies import SKIP_REASONS
 from telha.jobs.services import (
     JobKindForbidden,
     job_advance,
@@ -405,7 +405,7 @@ def test_a_reaped_holder_cannot_finish_before_the_re_lease(ingest_client, enqueu
     assert job_rows() == before
 
 
-@pytest.mark.parametrize("reason", sorted(SKIP_REASONS))
+@pytest.mark.parametrize("reason", sorted(ATTEMPT_SKIPS))
 def test_fail_with_a_skip_reason_moves_on_at_once(clarify_client, enqueue, reason):
     [job] = enqueue("clarify:temporal", payload={"v": 1, "ranking": ["a", "b"]}, max_attempts=3)
     leased = _lease_one(clarify_client, ["clarify:"])

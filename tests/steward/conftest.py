@@ -33,6 +33,7 @@ from telha.jobs.tasks import work
 from telha.tenancy.models import Person
 from telha.tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
+from tests.submissions import contract_term
 
 JOB_KIND = "clarify:temporal"
 NIL = str(uuid.UUID(int=0))
@@ -72,51 +73,23 @@ def build_submission(
     email_domain: str = "acme.test",
     text: str = TEXT,
 ) -> dict[str, Any]:
-    """A Submission (CONTRACT §3.1): one fact (ref 0) with one ambiguity, and its authority
-    edges. `links` are `(EDGE_TYPE, name)`; the edge type fixes the ranking order
-    (AUTHORED_BY < MENTIONS < OWNED_BY)."""
-    links = [("AUTHORED_BY", "alice"), ("MENTIONS", "bob")] if links is None else links
-    nodes: list[dict[str, Any]] = [
-        {
-            "ref": 0,
-            "key": external_id.replace("/", "-"),
-            "labels": ["CONTRACT_TERM"],
-            "properties": {"name": name},
-            "validFrom": None,
-            "validTo": None,
-            "confidence": 0.92,
-            "spanRef": 0,
-        }
-    ]
-    edges = []
-    for edge_type, who in links:
-        ref = len(nodes)
-        email = who if "@" in who else f"{who}@{email_domain}"
-        nodes.append({"ref": ref, "labels": ["PERSON"], "properties": {"email": email}})
-        edges.append({"type": edge_type, "from": 0, "to": ref})
-    return {
-        "source": {
-            "system": "sharepoint",
-            "externalId": external_id,
-            "title": title,
-            "uri": f"https://example.test/{external_id}",
-            "text": text,
-            "acl": ["group:legal"] if acl is None else acl,
-        },
-        "spans": [{"start": text.index(SPAN_TEXT), "end": text.index(SPAN_TEXT) + len(SPAN_TEXT)}],
-        "nodes": nodes,
-        "edges": edges,
-        "ambiguities": [
-            {
-                "nodeRef": 0,
-                "kind": kind,
-                "severityHint": severity_hint,
-                "candidates": [dict(c) for c in (candidates or CANDIDATES)],
-                "detectorConfidence": 0.81,
-                "appliedCandidateConfidence": 0.45,
-            }
-        ],
-    }
+    """A Submission (CONTRACT §3.1): one fact (ref 0) with one ambiguity on SPAN_TEXT in
+    `text`, and its authority edges (`tests.submissions.contract_term`); alice authored
+    and bob mentioned unless `links` says otherwise."""
+    start = text.index(SPAN_TEXT)
+    return contract_term(
+        external_id=external_id,
+        title=title,
+        name=name,
+        text=text,
+        span=(start, start + len(SPAN_TEXT)),
+        links=[("AUTHORED_BY", "alice"), ("MENTIONS", "bob")] if links is None else links,
+        candidates=candidates or CANDIDATES,
+        acl=["group:legal"] if acl is None else acl,
+        severity_hint=severity_hint,
+        kind=kind,
+        email_domain=email_domain,
+    )
 
 
 def submit_with(client: Any, **kwargs: Any) -> Clarification:

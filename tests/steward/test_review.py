@@ -13,6 +13,7 @@ from django.core.management.base import CommandError
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+import clarify.audit
 from clarify.models import AuditEvent, Clarification, State
 from delivery.models import Delivery
 
@@ -129,20 +130,46 @@ def test_decide_page_shows_excerpt_candidates_responses_and_the_best_guess(
     assert "needs 2" in page and "partially confirmed" in page
 
 
+@pytest.mark.parametrize(
+    ("state", "allow", "shown"),
+    [
+        ("open", True, True),
+        ("open", False, False),
+        ("conflicted", False, True),  # resolving a conflict is not overriding the quorum
+        ("answered", True, False),  # an answered one is upheld or corrected from its disputes
+    ],
+)
+def test_the_decide_page_offers_the_override_the_answer_would_accept(
+    state, allow, shown, submit, answer, conflicted, steward_client
+):
+    """The override form appears exactly where `steward_may_override` (the answer's own
+    rule) lets a steward override a clarification not yet answered."""
+    clar = conflicted() if state == "conflicted" else submit()
+    if state == "answered":
+        assert answer("alice", clar, index=1).status_code == 200
+    policy = {**clar.quorum_policy, "allowStewardOverride": allow}
+    Clarification.objects.filter(pk=clar.pk).update(quorum_policy=policy)
+    assert Clarification.objects.get(pk=clar.pk).state == state
+
+    page = steward_client.get(change_url(clar)).content.decode()
+
+    assert ('name="action" value="override"' in page) is shown
+
+
 def test_override_and_its_reason_commit_together(conflicted, steward_client):
     """The override's binding and its reason event are one transaction: when writing the
     reason fails, the binding is rolled back too."""
     clar = conflicted()
     before = snapshot()
-    real = AuditEvent.objects.create
+    real = clarify.audit.audit_events_append
 
-    def failing_create(**kwargs: Any) -> AuditEvent:
-        if kwargs.get("type") == "override_reason":
+    def failing_append(events: list[AuditEvent], **kwargs: Any) -> None:
+        if any(e.type == "override_reason" for e in events):
             raise RuntimeError("audit store unavailable")
-        return real(**kwargs)
+        return real(events, **kwargs)
 
     with (
-        mock.patch.object(AuditEvent.objects, "create", side_effect=failing_create),
+        mock.patch.object(clarify.audit, "audit_events_append", side_effect=failing_append),
         pytest.raises(RuntimeError, match="audit store unavailable"),
     ):
         steward_client.post(

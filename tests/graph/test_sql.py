@@ -1,11 +1,11 @@
-"""`VERSIONS_CLOSE_SQL` (telha.graph.services), the literal statement every version write
+"""`VERSIONS_CLOSE_SQL` (telha.graph.sql), the literal statement every version write
 closes the current versions with, writes what the ORM query it replaces writes."""
 
 import pytest
 from django.db import transaction
 
 from telha.graph.models import NodeVersion
-from telha.graph.services import _versions_close
+from telha.graph.sql import versions_close
 
 from ..factories import NodeFactory, NodeVersionFactory
 
@@ -33,7 +33,7 @@ def test_closes_what_the_orm_query_closes(how_many):
     orm = _after(
         lambda: NodeVersion.objects.filter(pk__in=pks, tx_to__isnull=True).update(tx_to=TX)
     )
-    literal = _after(lambda: _versions_close(pks, TX))
+    literal = _after(lambda: versions_close(pks, TX))
 
     assert orm[0] == how_many
     assert literal == orm
@@ -42,4 +42,4 @@ def test_closes_what_the_orm_query_closes(how_many):
 
 def test_nothing_to_close_runs_nothing(django_assert_num_queries):
     with django_assert_num_queries(0):
-        assert _versions_close([], TX) == 0
+        assert versions_close([], TX) == 0

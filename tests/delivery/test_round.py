@@ -1,10 +1,10 @@
-"""The delivery worker's batch form (`delivery.batch.handle_leases`): a round of leases
-gives the same rows, events and sends as one lease at a time, the daily cap and the
-digest threshold hold across a batch, one failing send leaves the others alone, a failed
-transaction writes nothing, and the statements stay few per card."""
+"""The delivery worker takes each leased round whole (`delivery.worker.handle_leases`):
+a round gives the same rows, events and sends as rounds of one lease, the daily cap and
+the digest threshold hold across a round, one failing send leaves the others alone, a
+failed transaction writes nothing (and the round is run again lease by lease), and the
+statements stay few per card."""
 
 import dataclasses
-from datetime import timedelta
 from typing import Any
 from unittest import mock
 
@@ -13,17 +13,19 @@ from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-import delivery.batch
+import delivery.worker
+import telha.jobs.tasks
 from clarify.models import AuditEvent, Clarification
-from delivery.batch import handle_leases
 from delivery.models import Delivery, DeliveryStatus
+from delivery.plan import Step
+from delivery.worker import handle_leases
 from telha.jobs.models import Job, JobStatus
 from telha.jobs.services import job_lease
 
 from .conftest import JOB_KIND, deliveries, events, job_of, run_worker
 
 pytestmark = pytest.mark.django_db
-RECORD = delivery.batch._record
+RECORD = delivery.worker._record
 
 # (severity hint, first candidate, second candidate) of the mixed batch: alice four
 # times (cap 3, digest threshold 2), bob unreachable, olga unable to read the source,
@@ -77,26 +79,27 @@ def outcome(clars: list[Clarification], channel: Any) -> dict[str, Any]:
     }
 
 
-def test_a_batch_does_what_one_lease_at_a_time_does(
-    submit, channel, people, settings, clarify_settings
+def test_a_round_does_what_rounds_of_one_lease_do(
+    submit, channel, people, monkeypatch, clarify_settings
 ):
     clarify_settings(PER_PERSON_DAILY_CAP=3, DIGEST_THRESHOLD=2)
     channel.unreachable.add(str(people["bob"].pk))
     clars = submit_many(submit, MIXED)
 
     before = transaction.savepoint()
-    settings.JOB_BATCH_WORKERS = {}
-    assert run_worker() == len(clars)
+    with monkeypatch.context() as one_at_a_time:
+        one_at_a_time.setattr(telha.jobs.tasks, "ROUND_LEASES", 1)
+        assert run_worker() == len(clars)
     one_by_one = outcome(clars, channel)
     transaction.savepoint_rollback(before)
     channel.cards.clear()
     channel.escalations.clear()
 
-    settings.JOB_BATCH_WORKERS = {JOB_KIND: "delivery.batch.handle_leases"}
-    with mock.patch.object(delivery.batch, "_record", wraps=delivery.batch._record) as record:
+    with mock.patch.object(delivery.worker, "_record", wraps=RECORD) as record:
         assert run_worker() == len(clars)
-    [(asks,), _] = record.call_args
-    assert len(asks) >= 3  # the batch itself sent cards, not only the per-lease handler
+    (_, planned), _ = record.call_args_list[0]
+    cards = [i for i in planned if i.plan.step in (Step.ASK, Step.DIGEST)]
+    assert len(planned) == len(clars) and len(cards) >= 3  # one round planned them all
     assert outcome(clars, channel) == one_by_one
     # Alice: three cards counted by the cap (the third a digest), the fourth skipped.
     alice = Delivery.objects.filter(person=people["alice"], kind="question")
@@ -104,33 +107,36 @@ def test_a_batch_does_what_one_lease_at_a_time_does(
     assert AuditEvent.objects.filter(type="skipped", detail__reason="DAILY_CAP_EXCEEDED").exists()
 
 
-def test_the_daily_cap_holds_across_one_batch(submit, channel, people, clarify_settings):
+def test_the_daily_cap_holds_across_one_round(submit, channel, people, clarify_settings):
     clarify_settings(PER_PERSON_DAILY_CAP=2)
     clars = submit_many(submit, [(None, "alice", "vera")] * 4)
     leases = job_lease(tenant=None, audience="clarify", kinds=[JOB_KIND], max_jobs=50)
     assert len(leases) == 4
 
-    left = handle_leases(leases)
+    handle_leases(leases)
 
-    assert [lease.job.pk for lease in left] == [job_of(c).pk for c in clars[2:]]
     asked = [str(d.person_id) for c in clars[:2] for d in deliveries(c)]
     assert asked == [str(people["alice"].pk)] * 2
-    assert not Delivery.objects.filter(clarification__in=clars[2:]).exists()
-    # The leases left over are skipped by the per-lease handler: vera is asked instead.
-    for lease in left:
-        delivery.worker.handle_lease(lease)
+    # Alice's cap is spent by the round's first two cards: the other two skip her (in
+    # the same lease, counted in the same round) and ask vera instead.
     assert [str(d.person_id) for c in clars[2:] for d in deliveries(c)] == [
         str(people["vera"].pk)
     ] * 2
+    for clar in clars[2:]:
+        [skipped] = events(clar, "skipped")
+        assert (skipped.detail["candidate"], skipped.detail["reason"]) == (
+            str(people["alice"].pk),
+            "DAILY_CAP_EXCEEDED",
+        )
     assert Delivery.objects.filter(person=people["alice"]).count() == 2
 
 
-def test_one_failing_send_leaves_the_rest_of_the_batch_alone(submit, channel, people):
+def test_one_failing_send_leaves_the_rest_of_the_round_alone(submit, channel, people):
     clars = submit_many(submit, [(None, "alice", "vera")] * 3)
     channel.fail_next = delivery.worker.SEND_RETRIES  # the first card's every try
     leases = job_lease(tenant=None, audience="clarify", kinds=[JOB_KIND], max_jobs=50)
 
-    assert handle_leases(leases) == []
+    handle_leases(leases)
 
     [failed] = deliveries(clars[0])
     assert failed.status == DeliveryStatus.FAILED
@@ -149,30 +155,65 @@ def test_one_failing_send_leaves_the_rest_of_the_batch_alone(submit, channel, pe
     )
 
 
-def test_a_failed_transaction_writes_nothing_and_leaves_every_lease(submit, channel):
+def fail_cards_issued(times: int) -> Any:
+    """A database wrapper failing the round's `cards_issued` UPDATE `times` times."""
+    left = [times]
+
+    def execute(run: Any, sql: str, *args: Any) -> Any:
+        if sql.startswith('UPDATE "clarify_clarification" SET "cards_issued"') and left[0]:
+            left[0] -= 1
+            raise DatabaseError("injected: the connection went away")
+        return run(sql, *args)
+
+    return execute
+
+
+def test_a_failed_transaction_writes_nothing_and_raises(submit, channel):
     clars = submit_many(submit, [(None, "alice", "vera"), (None, "vera", "alice")])
     leases = job_lease(tenant=None, audience="clarify", kinds=[JOB_KIND], max_jobs=50)
     written = {m.__name__: m.objects.count() for m in (Delivery, AuditEvent, Job)}
 
-    def fail_cards_issued(execute: Any, sql: str, *args: Any) -> Any:
-        if sql.startswith('UPDATE "clarify_clarification" SET "cards_issued"'):
-            raise DatabaseError("injected: the connection went away")
-        return execute(sql, *args)
+    with connection.execute_wrapper(fail_cards_issued(1)), pytest.raises(DatabaseError):
+        handle_leases(leases)  # raises before anything was written or sent
 
-    with connection.execute_wrapper(fail_cards_issued):
-        left = handle_leases(leases)
-
-    assert left == leases  # all of them, to the per-lease handler
     assert {m.__name__: m.objects.count() for m in (Delivery, AuditEvent, Job)} == written
     assert not Clarification.objects.filter(pk__in=[c.pk for c in clars], cards_issued=True)
     assert channel.cards == []
-    # The rows the INSERT made were rolled back with it: the batch runs again cleanly.
-    assert handle_leases(leases) == []
+    # The rows the INSERT made were rolled back with it: the round runs again cleanly.
+    handle_leases(leases)
     assert [len(deliveries(c)) for c in clars] == [1, 1]
     assert len(channel.cards) == 2
 
 
-def test_a_batch_of_twenty_cards_costs_few_statements(submit, channel, clarify_settings):
+def test_a_round_that_failed_is_run_again_lease_by_lease(submit, channel):
+    """The worker loop runs a round that raised (before writing anything) again, each
+    lease a round of its own: here the round's transaction fails once, and each card
+    still goes out exactly once."""
+    clars = submit_many(submit, [(None, "alice", "vera"), (None, "vera", "alice")])
+
+    with connection.execute_wrapper(fail_cards_issued(1)):
+        assert run_worker() == 2
+
+    assert [len(deliveries(c)) for c in clars] == [1, 1]
+    assert sorted(card.clarification_id for _, card in channel.cards) == sorted(
+        str(c.pk) for c in clars
+    )
+    assert [job_of(c).status for c in clars] == [JobStatus.LEASED] * 2
+
+
+def test_a_round_of_one_that_fails_fails_its_job_for_a_retry(submit, channel):
+    [clar] = submit_many(submit, [(None, "alice", "vera")])
+
+    with connection.execute_wrapper(fail_cards_issued(1)):
+        assert run_worker() == 1
+
+    assert deliveries(clar) == [] and channel.cards == []
+    job = job_of(clar)
+    assert (job.status, job.attempts) == (JobStatus.PENDING, 1)
+    assert job.last_error.startswith("WORKER_ERROR: DatabaseError")
+
+
+def test_a_round_of_twenty_cards_costs_few_statements(submit, channel, clarify_settings):
     clarify_settings(PER_PERSON_DAILY_CAP=100, DIGEST_THRESHOLD=100)
     clars = submit_many(submit, [(None, "alice", "vera"), (None, "vera", "alice")] * 10)
 
@@ -184,7 +225,7 @@ def test_a_batch_of_twenty_cards_costs_few_statements(submit, channel, clarify_s
     # At most 6 statements a card (issue 22), and in fact far fewer: the recording
     # channel reads each card's row at its send (one SELECT a card, not the worker's), the
     # read-permission floor is one query per source (here each card has its own), and the
-    # rest is per round: the lease and its hook (3), the batch's reads (7), its
+    # rest is per round: the lease and its hook (3), the round's reads (7), its
     # transaction (5, savepoints included), the target names, the restricted-excerpt
     # check, the sent rows and the events (4), the empty last round (3).
     assert len(queries) <= 6 * 20
@@ -202,9 +243,9 @@ def test_a_lease_lost_before_its_send_is_not_sent(submit, channel):
     Job.objects.filter(pk=lost).update(lease_token=None, status=JobStatus.PENDING)
 
     with mock.patch.object(
-        delivery.batch, "_record", side_effect=lambda asks: _recorded(asks, lost)
+        delivery.worker, "_record", side_effect=lambda *args: _recorded(lost, *args)
     ):
-        assert handle_leases(leases) == []
+        handle_leases(leases)
 
     [gone] = [c for c in clars if str(c.pk) == leases[0].job.subject]
     assert sorted(card.clarification_id for _, card in channel.cards) == sorted(
@@ -214,41 +255,11 @@ def test_a_lease_lost_before_its_send_is_not_sent(submit, channel):
     assert not events(gone, "delivered") and not events(gone, "delivery_failed")
 
 
-def _recorded(asks: Any, lost: int) -> Any:
+def _recorded(lost: int, *args: Any) -> Any:
     """`_record` as if the lease of job `lost` had still been held when the rows were
     made (it was lost after, before the send)."""
-    Job.objects.filter(pk=lost).update(status=JobStatus.LEASED, lease_token=asks[0].lease.token)
-    made = RECORD(asks)
+    token = args[1][0].lease.token
+    Job.objects.filter(pk=lost).update(status=JobStatus.LEASED, lease_token=token)
+    made = RECORD(*args)
     Job.objects.filter(pk=lost).update(lease_token=None, status=JobStatus.PENDING)
     return made
-
-
-def test_the_sent_rows_update_writes_what_bulk_update_writes(submit, channel, clarify_settings):
-    clarify_settings(PER_PERSON_DAILY_CAP=100, DIGEST_THRESHOLD=100)
-    clars = submit_many(submit, [(None, "alice", "vera"), (None, "vera", "alice")] * 2)
-    assert run_worker() == 4
-    rows = [d for c in clars for d in deliveries(c)]
-    assert len(rows) == 4
-    fields = ["status", "message_ref", "sent_at"]
-
-    def written() -> list[tuple[Any, ...]]:
-        return list(
-            Delivery.objects.filter(pk__in=[d.pk for d in rows])
-            .order_by("pk")
-            .values_list("pk", *fields)
-        )
-
-    sent_at = timezone.now().replace(microsecond=123456)
-    for i, d in enumerate(rows):
-        d.status, d.message_ref = DeliveryStatus.SENT, f"ref-{i}"
-        d.sent_at = sent_at + timedelta(seconds=i)
-    Delivery.objects.bulk_update(rows, fields)
-    by_orm = written()
-    Delivery.objects.filter(pk__in=[d.pk for d in rows]).update(
-        status=DeliveryStatus.FAILED, message_ref="", sent_at=None
-    )
-    assert written() != by_orm
-    with CaptureQueriesContext(connection) as queries:
-        delivery.batch.sent_rows_write(rows)
-    assert written() == by_orm
-    assert sum("UPDATE" in q["sql"] for q in queries) == 1  # one executemany

@@ -1,14 +1,15 @@
-"""The answer's literal statements in clarify.services read and write what the ORM
-queries they replace read and write (SQLite and PostgreSQL): `LOCK_SQL`
-(`clarification_lock`), `ANSWER_UPDATE_SQL` (`_save`), `RESPONSE_INSERT_SQL`
-(`_response_insert`) and clarify.models' `APPEND_SQL` (`AuditEvent.objects.append`)."""
+"""The answer's literal statements (`clarify.sql`) read and write what the ORM queries they
+replace read and write (SQLite and PostgreSQL): `LOCK_SQL` (`clarification_lock_read`,
+through `clarification_lock`), `ANSWER_UPDATE_SQL` (`clarification_answer_update`),
+`RESPONSE_INSERT_SQL` (`response_insert`) and `EVENTS_INSERT_SQL`
+(`audit_events_insert`)."""
 
 import uuid
 
 import pytest
 from django.db import transaction
 
-from clarify import services
+from clarify import sql
 from clarify.models import AuditEvent, Clarification, ResponseRecord
 from clarify.services import clarification_lock
 from telha.graph.models import Node, NodeVersion
@@ -23,7 +24,7 @@ def _fields(obj):
 
 def test_the_lock_reads_every_column_of_each_model_in_field_order():
     for model in (Clarification, Node, NodeVersion):
-        assert services._LOCKED[model] == tuple(f.column for f in model._meta.concrete_fields)
+        assert sql.LOCKED[model] == tuple(f.column for f in model._meta.concrete_fields)
 
 
 def test_the_lock_reads_what_the_orm_reads(submit):
@@ -65,7 +66,7 @@ def test_the_answer_update_writes_what_save_update_fields_writes(submit):
     clar_id = submit().clar_id
     fields = ["state", "quorum_state", "fact_version_tx", "responses_recorded", "updated_at"]
     saved, orm = _after(lambda obj: obj.save(update_fields=fields), clar_id)
-    written, literal = _after(services._save, clar_id)
+    written, literal = _after(sql.clarification_answer_update, clar_id)
 
     stamp = orm.pop("updated_at"), literal.pop("updated_at")
     assert literal == orm
@@ -91,7 +92,7 @@ def test_the_audit_insert_writes_what_bulk_create_writes(submit):
 
     created = AuditEvent.objects.bulk_create(events())
     appended = events()
-    AuditEvent.objects.append(appended)
+    sql.audit_events_insert(appended)
 
     assert _rows(AuditEvent, [e.pk for e in appended]) == _rows(AuditEvent, [e.pk for e in created])
     # The keys come back in row order, and the events are marked saved, as bulk_create does.
@@ -123,7 +124,7 @@ def test_the_response_insert_writes_what_save_writes(submit):
 
     saved, inserted = record(1), record(2)
     saved.save(force_insert=True)
-    services._response_insert(inserted)
+    sql.response_insert(inserted)
     without = ("id", "seq", "responder")
     assert _rows(ResponseRecord, [inserted.pk], without=without) == _rows(
         ResponseRecord, [saved.pk], without=without

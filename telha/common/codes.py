@@ -1,0 +1,57 @@
+"""The machine-readable reason codes, one `StrEnum` per family, each member's value its
+name. The values are contract — they are stored in audit events, job errors and digests,
+and read by outside workers (spec §6 "Skip and escalation reason codes") — so a value
+never changes; a member is compared and serialised as the plain string it is."""
+
+from enum import StrEnum
+
+
+class SkipReason(StrEnum):
+    """Why a candidate was not asked, or not asked on their own (spec §6): the `reason` of
+    `skipped`, `delivery_failed` and `digested` events, of the escalation's and the steward
+    digest's lists, and of an outside worker's `fail` over the jobs protocol. The answer's
+    read refusal (`answer_refused`) carries NO_READ_PERMISSION too: the same rule."""
+
+    NO_READ_PERMISSION = "NO_READ_PERMISSION"
+    NO_DELIVERY_ALIAS = "NO_DELIVERY_ALIAS"
+    ALIAS_AMBIGUOUS = "ALIAS_AMBIGUOUS"
+    DELIVERY_FAILED = "DELIVERY_FAILED"
+    DAILY_CAP_EXCEEDED = "DAILY_CAP_EXCEEDED"
+    DIGESTED = "DIGESTED"
+    TENANT_SCOPE_MISMATCH = "TENANT_SCOPE_MISMATCH"
+    # Deprovisioned by the identity provider (CONTRACT §3.7): never asked again.
+    RESPONDER_NOT_AUTHORISED = "RESPONDER_NOT_AUTHORISED"
+
+
+# The codes that end a routing job's attempt and start the next one at once (a skipped
+# candidate burns no escalation window): every skip reason but DIGESTED, which queues
+# the card for the candidate's digest instead of passing them over. DELIVERY_FAILED is
+# one (spec §6 failure behaviour: "retry within lease, then fail(retryable) to advance
+# the ranking"): the worker has already retried inside its lease.
+ATTEMPT_SKIPS = frozenset(SkipReason) - {SkipReason.DIGESTED}
+
+
+class JobReason(StrEnum):
+    """Why a job's attempt ended otherwise than by a skip: the first word of its
+    `last_error`."""
+
+    LEASE_EXPIRED = "LEASE_EXPIRED"  # reaped: waiting out its backoff (an escalation window)
+    WORKER_ERROR = "WORKER_ERROR"  # its handler raised; retried
+    ATTEMPTS_EXHAUSTED = "ATTEMPTS_EXHAUSTED"  # skipped past its last attempt
+    CLARIFICATION_MISSING = "CLARIFICATION_MISSING"  # a routing job naming no clarification
+    ESCALATION_RETRY = "ESCALATION_RETRY"  # the escalation reached no steward; tried again
+
+
+class TapRefusal(StrEnum):
+    """Why a card tap answered nothing: the reason of its `card_action_dropped` event and
+    of the channel's reply (INVALID_CUSTOM_ANSWER: a "Something else…" form refused
+    before anything was read)."""
+
+    UNKNOWN_NONCE = "UNKNOWN_NONCE"
+    NONCE_CLARIFICATION_MISMATCH = "NONCE_CLARIFICATION_MISMATCH"
+    NOT_RECIPIENT = "NOT_RECIPIENT"
+    RESPONDER_NOT_AUTHORISED = "RESPONDER_NOT_AUTHORISED"
+    STALE_NONCE = "STALE_NONCE"
+    REPLAYED_ACTION = "REPLAYED_ACTION"
+    UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
+    INVALID_CUSTOM_ANSWER = "INVALID_CUSTOM_ANSWER"
