@@ -130,8 +130,8 @@ def setup() -> BenchContext:
     from django.core.management import call_command
 
     from bench.baseline import baseline_table_create
-    from telha.tenancy.models import Audience
-    from telha.tenancy.services import api_key_create, workspace_load
+    from tenancy.models import Audience
+    from tenancy.services import api_key_create, workspace_load
 
     call_command("migrate", verbosity=0, interactive=False)
     baseline_table_create()
@@ -224,7 +224,7 @@ def submission_data(
 
 def submission_shape_check(data: dict[str, Any]) -> None:
     """Assert `data` is what the API's serializer would hand to `submission_plan`."""
-    from telha.ingest.api.serializers import SubmissionInSerializer
+    from ingest.api.serializers import SubmissionInSerializer
 
     shape = SubmissionInSerializer(data=data)
     if not shape.is_valid():

@@ -2,7 +2,7 @@
 the benchmark's baseline: five regular expressions for ISO dates and written-out days
 ("12 June 2026", "June 12, 2026"), each run over the whole text. `bench_tagger` times it
 in the same run as the tagger, so their ratio holds whatever else the machine is doing.
-(From this repository's telha/ingest/detection/dates.py before issue 29.)"""
+(From this repository's ingest/detection/dates.py before issue 29.)"""
 
 from __future__ import annotations
 

@@ -91,8 +91,8 @@ def _bulk(tenant: Any, people: dict[str, Any], key: str = "bench-admin") -> None
 
     from django.db import connection
 
-    from telha.common.times import now_us
-    from telha.graph.models import Source, SourceVersion
+    from common.times import now_us
+    from graph.models import Source, SourceVersion
 
     text = "Bench admin document. The agreement starts next quarter and runs for two years."
     source = Source.objects.create(
@@ -170,8 +170,8 @@ def _decided_one(tenant: Any, people: dict[str, Any]) -> Any:
     from rest_framework.test import APIClient
 
     from clarify.models import Clarification
-    from telha.tenancy.models import Audience
-    from telha.tenancy.services import api_key_create
+    from tenancy.models import Audience
+    from tenancy.services import api_key_create
 
     def client(**kw: Any) -> APIClient:
         c = APIClient(HTTP_HOST="127.0.0.1")
@@ -253,7 +253,7 @@ def _queue_plan(steward: Any) -> list[str]:
 
     from clarify.models import Clarification
     from clarify.selectors import needs_steward_attention_q
-    from telha.graph.models import NodeVersion
+    from graph.models import NodeVersion
 
     current = NodeVersion.objects.filter(node_id=OuterRef("target_id"), tx_to__isnull=True)
     qs = (
@@ -275,7 +275,7 @@ def _cleanup(tenant: Any, key: str = "bench-admin") -> None:
     collection over 100,000 rows would be slow), the rest through the ORM."""
     from django.db import connection
 
-    from telha.graph.models import Source
+    from graph.models import Source
 
     tid = tenant.pk
     bulk = Source.objects.get(tenant=tenant, external_id=f"{key}/bulk")
@@ -308,7 +308,7 @@ def run() -> dict[str, Any]:
     _support.setup()
     from django.test import Client
 
-    from telha.tenancy.services import workspace_load
+    from tenancy.services import workspace_load
 
     tenant = workspace_load(data=WORKSPACE).tenant
     people = {p.email.split("@")[0]: p for p in tenant.people.all()}

@@ -70,7 +70,7 @@ class Pool:
 
     def top_up(self, wanted: int) -> None:
         """Create clarifications until every client's queue holds ≥ wanted / CLIENTS."""
-        from telha.ingest.services import submission_apply, submission_plan
+        from ingest.services import submission_apply, submission_plan
 
         started = time.perf_counter()
         per_client = -(-wanted // CLIENTS)
@@ -114,9 +114,9 @@ def _serial_probe(ctx: _support.BenchContext, clar_ids: list[str]) -> dict[str, 
     from django.test.utils import CaptureQueriesContext
 
     from clarify.services import clarification_lock
-    from telha.tenancy.auth import caller_for_key
-    from telha.tenancy.models import ApiKey
-    from telha.tenancy.services import hash_key
+    from tenancy.auth import caller_for_key
+    from tenancy.models import ApiKey
+    from tenancy.services import hash_key
 
     client = Client()
     secret = ctx.editor_keys[0]

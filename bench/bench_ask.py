@@ -67,7 +67,7 @@ QUESTIONS = (
 
 
 def _askers(tenant_slug: str) -> dict[str, Any]:
-    from telha.tenancy.services import workspace_load
+    from tenancy.services import workspace_load
 
     domain = f"{tenant_slug}.test"
     people = [
@@ -87,8 +87,8 @@ def _askers(tenant_slug: str) -> dict[str, Any]:
 
 def _accuracy() -> tuple[float, int, list[str]]:
     from delivery.ask import answer_question
-    from telha.ingest.api.serializers import SubmissionInSerializer
-    from telha.ingest.services import submission_apply, submission_plan
+    from ingest.api.serializers import SubmissionInSerializer
+    from ingest.services import submission_apply, submission_plan
     from tests.fixtures.ask_questions import JSON_PATH, answered_right, submissions
 
     people = _askers("asklabelled")
@@ -114,8 +114,8 @@ def _name(i: int, rng: random.Random) -> str:
 def _bulk_facts(tenant: Any) -> None:
     """FACTS facts in FACTS / PER_SOURCE sources, with the readable Zephyr lease among
     them; one version each, as the write path would store it."""
-    from telha.graph.models import Node, NodeVersion, Source
-    from telha.graph.services import search_text_for, source_acls_sync
+    from graph.models import Node, NodeVersion, Source
+    from graph.services import search_text_for, source_acls_sync
 
     rng = random.Random(24)
     base_tx = 1_700_000_000_000_000
@@ -159,10 +159,10 @@ def _bulk_facts(tenant: Any) -> None:
 
 
 def _latencies(alice: Any) -> dict[str, list[float]]:
+    from common.times import now_us
     from delivery.ask import reader_for, search
-    from telha.common.times import now_us
-    from telha.graph.search import versions_search
-    from telha.graph.selectors import readable_nodes, versions_visible
+    from graph.search import versions_search
+    from graph.selectors import readable_nodes, versions_visible
 
     out: dict[str, list[float]] = {"ask": [], "query": []}
     for _ in range(ROUNDS):

@@ -33,8 +33,8 @@ INDEX = "nodeversion_unique_tx_from"
 
 
 def _history(tenant: Any, key: str, depth: int, base: int) -> Any:
-    from telha.graph.models import Node, NodeVersion
-    from telha.graph.services import search_text_for
+    from graph.models import Node, NodeVersion
+    from graph.services import search_text_for
 
     node = Node.objects.create(tenant=tenant, key=key)
     labels, props = ["CONTRACT_TERM"], {"name": f"as-of bench {key}"}
@@ -91,7 +91,7 @@ _RAW_SQL = (
 
 def _plan(node_id: Any, tx_at: int) -> tuple[str, float]:
     """EXPLAIN ANALYZE of the exact as-of query the selector runs."""
-    from telha.graph.models import NodeVersion
+    from graph.models import NodeVersion
 
     qs = NodeVersion.objects.filter(node_id=node_id, tx_from__lte=tx_at).order_by("-tx_from")[:1]
     text = qs.explain(analyze=True)
@@ -105,7 +105,7 @@ def _plan(node_id: Any, tx_at: int) -> tuple[str, float]:
 def run() -> dict[str, Any]:
     started = time.perf_counter()
     ctx = _support.setup()
-    from telha.graph.selectors import node_version_as_of, node_version_visible
+    from graph.selectors import node_version_as_of, node_version_visible
 
     base = 1_600_000_000_000_000
     deep = _history(ctx.tenant, "asof-deep", DEPTH, base)

@@ -4,7 +4,7 @@
    verified `slackUserId` and read permission on the source (group `legal` ACL) are
    created through `submission_plan` + `submission_apply` (25 ambiguous facts per
    submission, the authors spread over the 16 editors), then
-   `telha.jobs.tasks.work("clarify:temporal")` runs in this one process until every job
+   `jobs.tasks.work("clarify:temporal")` runs in this one process until every job
    is handled. Checked afterwards: the stub received exactly N `chat.postMessage` calls
    carrying the N clarification ids in their button values, and N delivery rows are
    `sent`. A warm-up batch of 10 goes first. Also per card: the worker's own CPU, its SQL
@@ -276,7 +276,7 @@ def _editor_emails() -> list[str]:
 
 def _slack_aliases(ctx: _support.BenchContext) -> None:
     """Every editor gets a verified Slack identity (Alice has one from the workspace)."""
-    from telha.tenancy.models import AliasKind, PersonAlias
+    from tenancy.models import AliasKind, PersonAlias
 
     for i in range(1, _support.EDITORS + 1):
         PersonAlias.objects.get_or_create(
@@ -292,7 +292,7 @@ def _create_clarifications(
 ) -> list[str]:
     """`count` open clarifications through the real submission path, or fewer (whole
     submissions, at least MIN_CARDS) when `budget` seconds run out first."""
-    from telha.ingest.services import submission_apply, submission_plan
+    from ingest.services import submission_apply, submission_plan
 
     emails = _editor_emails()
     ids: list[str] = []
@@ -315,7 +315,7 @@ def _create_clarifications(
 
 
 def _pending(ids: list[str]) -> int:
-    from telha.jobs.models import Job, JobStatus
+    from jobs.models import Job, JobStatus
 
     return Job.objects.filter(kind=KIND, subject__in=ids, status=JobStatus.PENDING).count()
 
@@ -344,7 +344,7 @@ def cards_per_second(ctx: _support.BenchContext, stub: StubProcess) -> dict[str,
     import delivery.worker
     from delivery.channels.slack import SlackChannel
     from delivery.models import Delivery, DeliveryStatus
-    from telha.jobs.tasks import ROUND_LEASES, work
+    from jobs.tasks import ROUND_LEASES, work
 
     if SEND_THREADS:
         delivery.worker.SEND_THREADS = int(SEND_THREADS)

@@ -6,7 +6,7 @@ contracts filed with the SEC, their text (`txt/`), 50 of them as the original PD
 from `CUAD_DIR` (default ../shared/corpora/cuad-dev beside the repository), never copied
 into the repository; without it this benchmark is skipped and says so.
 
-1. Quality: every file is detected as `telha detect` detects it (telha.ingest.detection:
+1. Quality: every file is detected as `telha detect` detects it (ingest.detection:
    the same reading, formats and refusals as `telha ingest`), the results are written as
    `telha detect --json` writes them, and `score.py` scores them: the term's start, the
    document's date, the term's end, `undated` on dated contracts, a question for dates
@@ -53,8 +53,8 @@ def cuad_dir() -> Path:
 
 def _detect_all(paths: list[Path]) -> tuple[list[dict[str, Any]], float, int]:
     """(telha detect's results without the dates list, CPU seconds of detection, chars)."""
-    from telha.ingest.detection.build import FileInput, detect
-    from telha.ingest.detection.report import detection_report
+    from ingest.detection.build import FileInput, detect
+    from ingest.detection.report import detection_report
 
     results, seconds, chars = [], 0.0, 0
     for path in paths:
@@ -71,9 +71,9 @@ def _detect_all(paths: list[Path]) -> tuple[list[dict[str, Any]], float, int]:
 
 def _pdf_all(paths: list[Path]) -> tuple[list[dict[str, Any]], float, float, int]:
     """(results, CPU seconds extracting, CPU seconds detecting, chars extracted)."""
-    from telha.ingest.detection.extracted import detect_document
-    from telha.ingest.detection.report import detection_report
-    from telha.ingest.formats import extract
+    from ingest.detection.extracted import detect_document
+    from ingest.detection.report import detection_report
+    from ingest.formats import extract
 
     results, extracting, detecting, chars = [], 0.0, 0.0, 0
     for path in paths:
@@ -138,8 +138,8 @@ def _speed(paths: list[Path]) -> tuple[float, float]:
 
 def _report_speed(paths: list[Path]) -> float:
     """MB/s of the whole `telha detect` report: detection and every date of the text."""
-    from telha.ingest.detection.build import FileInput, detect
-    from telha.ingest.detection.report import detection_report
+    from ingest.detection.build import FileInput, detect
+    from ingest.detection.report import detection_report
 
     seconds, chars = 0.0, 0
     for path in paths:

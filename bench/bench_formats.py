@@ -56,7 +56,7 @@ def _write(folder: Path, fmt: str, bodies: list[str]) -> None:
 def _read_ms(folder: Path) -> float:
     """Milliseconds per document to read and detect (`detect`, no database): the part of
     ingesting that depends on the format."""
-    from telha.ingest.detection.build import FileInput, detect
+    from ingest.detection.build import FileInput, detect
 
     paths = sorted(folder.iterdir())
     started = time.perf_counter()
@@ -120,8 +120,8 @@ def _hostile_pdf(runs: int = 20) -> dict[str, Any]:
     bound), best and median of `runs`. Before issue 28 item 5: 1-3 s of a web worker."""
     from statistics import median
 
-    from telha.ingest.formats import Refused, precheck
-    from telha.ingest.formats.pdf import extract
+    from ingest.formats import Refused, precheck
+    from ingest.formats.pdf import extract
     from tests.ingest.docgen import self_repeating_pdf
 
     def timed(call: Any, data: bytes) -> list[float]:

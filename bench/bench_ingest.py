@@ -157,7 +157,7 @@ def _tracemalloc_run(folder: Path, out_path: Path, size: int = 0) -> dict[str, A
     from django.core.management import call_command
     from django.db import reset_queries
 
-    import telha.ingest.management.commands.ingest as command
+    import ingest.management.commands.ingest as command
 
     real = command.files_ingest
     quarter = max(1, size // 4)

@@ -86,8 +86,8 @@ def _populate(tenant: Any, people: dict[str, Any]) -> dict[str, int]:
     from django.db import connection
 
     from clarify.models import AuditEvent, Clarification
-    from telha.common.times import now_us
-    from telha.jobs.models import Job
+    from common.times import now_us
+    from jobs.models import Job
 
     _bulk(tenant, people, key=KEY)
     params = {
@@ -161,7 +161,7 @@ def _plans() -> dict[str, list[str]]:
     from django.db.models import Count
 
     from clarify.models import UNRESOLVED_STATES, Clarification
-    from telha.jobs.models import BACKLOG_STATUSES, Job
+    from jobs.models import BACKLOG_STATUSES, Job
 
     queries = {
         "clarifications": Clarification.objects.filter(state__in=UNRESOLVED_STATES)
@@ -202,7 +202,7 @@ def _before_ms() -> float:
 def run() -> dict[str, Any]:
     started = time.perf_counter()
     ctx = _support.setup()
-    from telha.tenancy.services import workspace_load
+    from tenancy.services import workspace_load
 
     tenant = workspace_load(data=WORKSPACE).tenant
     people = {p.email.split("@")[0]: p for p in tenant.people.all()}

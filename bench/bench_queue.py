@@ -90,9 +90,9 @@ def _seed_ours(jobs: int, out: Any) -> None:
         from django.core.management import call_command
         from django.db import connection
 
-        from telha.jobs.models import Job
-        from telha.jobs.policies import policy_for_kind
-        from telha.tenancy.models import Tenant
+        from jobs.models import Job
+        from jobs.policies import policy_for_kind
+        from tenancy.models import Tenant
 
         started = time.perf_counter()
         call_command("migrate", verbosity=0, interactive=False)
@@ -135,7 +135,7 @@ def _ours_worker(idx: int, batch: int, ready: Any, go: Any, stop: Any, out: Any)
         _django()
         from django.db import connection
 
-        from telha.jobs.services import job_lease, jobs_complete_batch
+        from jobs.services import job_lease, jobs_complete_batch
 
         statements = 0
 
@@ -306,7 +306,7 @@ def _prepare_ours() -> None:
     _django()
     from django.db import connections
 
-    import telha.jobs.services  # noqa: F401
+    import jobs.services  # noqa: F401
 
     connections.close_all()
 

@@ -33,7 +33,7 @@ def _direct(tenant: Any, prefix: str, seconds: float, ambiguous: bool) -> dict[s
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
-    from telha.ingest.services import submission_apply, submission_plan
+    from ingest.services import submission_apply, submission_plan
 
     def one(i: int) -> dict[str, Any]:
         data = _support.submission_data(external_id=f"{prefix}-{i}", ambiguous=ambiguous)

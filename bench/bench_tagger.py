@@ -94,7 +94,7 @@ def _speed(texts: list[str], reference: date | list[date]) -> dict[str, Any]:
     """MB/s tagging `texts` (UTF-8 size) in this process, the best of ROUNDS passes after
     a warm-up: by the process's CPU time (what the target is checked on: other work on
     the machine inflates it least) and by wall time."""
-    from telha.ingest.detection.temporal import tag
+    from ingest.detection.temporal import tag
 
     references = reference if isinstance(reference, list) else [reference] * len(texts)
     size = sum(len(t.encode("utf-8")) for t in texts)

@@ -453,7 +453,7 @@ def _key(valid_from: date | None, valid_to: date | None) -> str:
 
 def predicted(path: Path, name: str) -> list[dict[str, Any]]:
     """What the detection worker finds in one file (its reading and rules, no database)."""
-    from telha.ingest.detection.build import FileInput, detect
+    from ingest.detection.build import FileInput, detect
 
     detection = detect(FileInput(name=name, data=path.read_bytes()))
     return [

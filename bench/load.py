@@ -19,7 +19,7 @@ bench workspace with a Slack id for every editor, a local stub of the Slack Web 
 (chat.postMessage when the delivery worker sends a card, chat.update when a tap answers
 it), and two pools of open clarifications made through the real submission path:
 
-- tap pool: the delivery worker (`telha.jobs.tasks.work`, in this process, against the
+- tap pool: the delivery worker (`jobs.tasks.work`, in this process, against the
   stub) sends every card first, so each tap has its Delivery row, nonce and message;
 - answer pool: answered through the API (clarifications created by the load's own
   submissions join it as they come).
@@ -139,7 +139,7 @@ class Pools:
 
 def editors_on_slack(ctx: _support.BenchContext) -> list[Any]:
     """Give every bench editor a Slack id (the workspace file is idempotent)."""
-    from telha.tenancy.services import workspace_load
+    from tenancy.services import workspace_load
 
     data = json.loads(json.dumps(_support.WORKSPACE))
     for person in data["people"]:
@@ -152,7 +152,7 @@ def editors_on_slack(ctx: _support.BenchContext) -> list[Any]:
 
 def create(ctx: _support.BenchContext, prefix: str, total: int, authors: list[str]) -> list[str]:
     """`total` open clarifications through the real submission path, authors round-robin."""
-    from telha.ingest.services import submission_apply, submission_plan
+    from ingest.services import submission_apply, submission_plan
 
     ids: list[str] = []
     batch = 0
@@ -173,7 +173,7 @@ def create(ctx: _support.BenchContext, prefix: str, total: int, authors: list[st
 def deliver_cards(ids: list[str]) -> list[Card]:
     """Run the delivery worker until every tap-pool card is sent to the stub."""
     from delivery.models import Delivery, DeliveryKind, DeliveryStatus
-    from telha.jobs.tasks import work
+    from jobs.tasks import work
 
     while work("clarify:temporal", max_seconds=300):
         pass

@@ -291,7 +291,7 @@ def score(pairs: Iterable[tuple[Sequence[Span], Sequence[Span]]]) -> Scored:
 
 def tag_document(document: Document) -> list[Span]:
     """The tagger's timexes for one document, against its DCT."""
-    from telha.ingest.detection.temporal import tag
+    from ingest.detection.temporal import tag
 
     return [
         Span(t.start, t.end, t.text, t.type, t.value)

@@ -24,12 +24,12 @@ from django.shortcuts import render
 from django.urls import path, reverse
 from django.utils.html import format_html
 
-from telha.common.errors import DomainError
-from telha.common.times import TimeParseError, iso, parse_us
-from telha.graph.models import NodeVersion
-from telha.graph.timeline import versions_svg
-from telha.tenancy.models import Person, Rights
-from telha.tenancy.steward_admin import TenantScopedAdmin, steward_of
+from common.errors import DomainError
+from common.times import TimeParseError, iso, parse_us
+from graph.models import NodeVersion
+from graph.timeline import versions_svg
+from tenancy.models import Person, Rights
+from tenancy.steward_admin import TenantScopedAdmin, steward_of
 
 from .answering import steward_may_override
 from .errors import StewardViewStale

@@ -13,10 +13,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from telha.common.errors import DomainError
-from telha.common.times import TimeParseError, parse_us
-from telha.graph.models import EvidenceClass
-from telha.tenancy.models import Rights
+from common.errors import DomainError
+from common.times import TimeParseError, parse_us
+from graph.models import EvidenceClass
+from tenancy.models import Rights
 
 from .errors import (
     AlreadyAnswered,
@@ -28,7 +28,7 @@ from .errors import (
 from .models import BindingStatus, QuorumState, State
 
 if TYPE_CHECKING:
-    from telha.tenancy.models import Person, Tenant
+    from tenancy.models import Person, Tenant
 
     from .models import Clarification, ResponseRecord
 

@@ -4,7 +4,7 @@ from django.apps import AppConfig
 
 
 def _source_change_audit(tenant: Any, type: str, detail: dict[str, Any], **_: Any) -> None:
-    """The audit event of a steward's change to a source (`telha.graph.signals`)."""
+    """The audit event of a steward's change to a source (`graph.signals`)."""
     from .audit import audit_event_append
 
     audit_event_append(tenant=tenant, type=type, detail=detail)
@@ -16,8 +16,8 @@ class ClarifyConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from telha.graph.api.records import PENDING_NOTES
-        from telha.graph.signals import source_changed
+        from graph.api.records import PENDING_NOTES
+        from graph.signals import source_changed
 
         from . import routing, selectors
 

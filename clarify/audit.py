@@ -8,9 +8,9 @@ and counts it for /metrics once committed. Nothing is written to the trail anoth
 import logging
 from typing import Any
 
-from telha.common.observability import audit_events_count, request_id_var
-from telha.common.times import now_us
-from telha.tenancy.models import Tenant
+from common.observability import audit_events_count, request_id_var
+from common.times import now_us
+from tenancy.models import Tenant
 
 from .models import AuditEvent, Clarification
 from .sql import audit_events_insert
@@ -24,7 +24,7 @@ def audit_events_append(events: list[AuditEvent], *, request_ids: list[str] | No
     line, so it carries the current request id — the submission's, the worker's (restored
     from its job) or the answer's — or, with `request_ids` (a round of several jobs'
     events), each event's own; and is counted for /metrics once its transaction commits
-    (`telha.common.observability.audit_events_count`)."""
+    (`common.observability.audit_events_count`)."""
     if not events:
         return
     audit_events_insert(events)

@@ -2,8 +2,8 @@
 
 from typing import Any
 
-from telha.common.codes import SkipReason
-from telha.common.errors import Conflict, DomainError, NotFound, PermissionDeniedError
+from common.codes import SkipReason
+from common.errors import Conflict, DomainError, NotFound, PermissionDeniedError
 
 
 class ResponderAssertionForbidden(PermissionDeniedError):

@@ -8,8 +8,8 @@ from typing import Any
 from django.db.models import Count, F, OuterRef, Q, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job, JobStatus
+from graph.models import NodeVersion
+from jobs.models import Job, JobStatus
 
 from .models import (
     CLARIFY_JOB_KIND,

@@ -8,8 +8,8 @@ changes in the same transaction (a refused transition raises and changes nothing
 
 from typing import Any
 
-from telha.common.errors import Conflict
-from telha.tenancy.models import Person
+from common.errors import Conflict
+from tenancy.models import Person
 
 from .audit import AuditBuffer, audit_event_append
 from .models import Clarification, State

@@ -9,8 +9,8 @@ import uuid
 
 from django.db import models
 
-from telha.graph.models import Node, NodeVersion, SourceVersion
-from telha.tenancy.models import Rights, Tenant
+from graph.models import Node, NodeVersion, SourceVersion
+from tenancy.models import Rights, Tenant
 
 
 class Kind(models.TextChoices):

@@ -10,7 +10,7 @@ from typing import Any
 
 from django.conf import settings
 
-from telha.tenancy.models import Rights, Tenant
+from tenancy.models import Rights, Tenant
 
 from .models import ClarifyPolicy, Kind, QuorumState, Severity
 

@@ -5,8 +5,8 @@ from typing import Any
 
 from django.db.models import Q
 
-from telha.graph.models import Edge, Node
-from telha.tenancy.models import Rights
+from graph.models import Edge, Node
+from tenancy.models import Rights
 
 AUTHORITY_RANKS: tuple[tuple[str, ...], ...] = (
     ("AUTHORED_BY", "SENT_BY", "LAST_MODIFIED_BY"),

@@ -6,9 +6,9 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
-from telha.common.times import iso
-from telha.graph.models import NodeVersion
-from telha.tenancy.models import Person
+from common.times import iso
+from graph.models import NodeVersion
+from tenancy.models import Person
 
 from .models import Clarification, ResponseRecord
 from .selectors import routing_jobs

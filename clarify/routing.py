@@ -6,9 +6,9 @@ from typing import Any
 
 from django.conf import settings
 
-from telha.common.codes import ATTEMPT_SKIPS, JobReason, SkipReason
-from telha.jobs.models import Job
-from telha.jobs.policies import KindPolicy, register_kind
+from common.codes import ATTEMPT_SKIPS, JobReason, SkipReason
+from jobs.models import Job
+from jobs.policies import KindPolicy, register_kind
 
 from .lifecycle import clarification_transition
 from .models import CLOSED_STATES, AuditEvent, Clarification, State

@@ -6,11 +6,11 @@ from typing import Any
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from telha.graph.access import source_readable_q
-from telha.graph.api.records import PendingNote
-from telha.graph.models import EvidenceClass, NodeVersion
-from telha.jobs.models import Job, JobStatus
-from telha.tenancy.auth import Caller
+from graph.access import source_readable_q
+from graph.api.records import PendingNote
+from graph.models import EvidenceClass, NodeVersion
+from jobs.models import Job, JobStatus
+from tenancy.auth import Caller
 
 from .answering import Prior, unresolved_conflicts
 from .models import (
@@ -29,7 +29,7 @@ ATTENTION_IF_SEVERE = (State.OPEN, State.ATTESTED, State.PARTIALLY_CONFIRMED)
 def readable_clarification_q(caller: Caller) -> Q | None:
     """The filter on `Clarification` (within the caller's tenant) to what the caller may
     read, or None when the caller reads the whole tenant: a single `EXISTS` over the
-    source permission rows (telha.graph.access.source_readable_q)."""
+    source permission rows (graph.access.source_readable_q)."""
     if caller.sees_whole_tenant:
         return None
     return source_readable_q(caller.user, source="target__source")
@@ -148,7 +148,7 @@ def is_attestation_only(clarification: Clarification) -> bool:
 
 
 def pending_notes(versions: list[NodeVersion]) -> dict[str, PendingNote]:
-    """The graph's record seam (`telha.graph.api.records.PENDING_NOTES`): for each
+    """The graph's record seam (`graph.api.records.PENDING_NOTES`): for each
     clarification these pending versions depend on, its caveat, and `human_attestation`
     when attestation is the fact's only human support, whatever the lifecycle state."""
     return {

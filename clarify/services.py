@@ -16,15 +16,15 @@ from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 
-from telha.common.errors import NotFound
-from telha.common.times import now_us
-from telha.graph.access import person_reader, rights_within
-from telha.graph.models import Node, NodeVersion, SourceVersion
-from telha.graph.services import CurrentVersionMoved, node_current_version, node_version_write
-from telha.jobs.models import Job
-from telha.jobs.services import JobSpec, job_enqueue, jobs_enqueue, jobs_finish_for_subject
-from telha.tenancy.auth import Caller
-from telha.tenancy.models import Person, Tenant
+from common.errors import NotFound
+from common.times import now_us
+from graph.access import person_reader, rights_within
+from graph.models import Node, NodeVersion, SourceVersion
+from graph.services import CurrentVersionMoved, node_current_version, node_version_write
+from jobs.models import Job
+from jobs.services import JobSpec, job_enqueue, jobs_enqueue, jobs_finish_for_subject
+from tenancy.auth import Caller
+from tenancy.models import Person, Tenant
 
 from . import sql
 from .answering import (
@@ -188,7 +188,7 @@ def clarifications_route(clars: list[Clarification]) -> list[Job]:
 
 def _kick_jobs(kind: str) -> None:
     """Wake the job cluster after commit (a no-op until the dispatcher is installed)."""
-    from telha.jobs import dispatch
+    from jobs import dispatch
 
     dispatch.kick(kind)
 
@@ -211,7 +211,7 @@ def clarification_answer(
     and returns the prior outcome.
 
     Read access is checked here, at answer time, for every path (API, CLI, admin, inbox,
-    chat taps, the clarify service) with the one read rule (telha.graph.access): the
+    chat taps, the clarify service) with the one read rule (graph.access): the
     responder's own (`person_reader`), or, when `readable_by` is the responder's own key,
     that caller's (its rights may be below the person's; a service token's whole-tenant
     read never stands in for the responder's). A responder who may not read the source gets

@@ -2,7 +2,7 @@
 cost a multiple of running them. Each is written next to the ORM call it replaces (in
 its comment) and compared with that call on SQLite and PostgreSQL by
 `tests/clarify/test_sql.py`; table and column names come from the models' `_meta`
-(`telha.common.sql`). Services call these functions and never hold a cursor."""
+(`common.sql`). Services call these functions and never hold a cursor."""
 
 import functools
 from collections.abc import Iterable, Sequence
@@ -13,11 +13,11 @@ from django.db import connections, router
 from django.db.models import Model
 from django.utils import timezone
 
-from telha.common.sql import column, columns, field, quoted, table
-from telha.graph.access import caller_source_readable_sql
-from telha.graph.models import Node, NodeVersion
-from telha.tenancy.auth import Caller
-from telha.tenancy.models import Tenant
+from common.sql import column, columns, field, quoted, table
+from graph.access import caller_source_readable_sql
+from graph.models import Node, NodeVersion
+from tenancy.auth import Caller
+from tenancy.models import Tenant
 
 from .models import AuditEvent, Clarification, ResponseRecord
 

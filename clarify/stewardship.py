@@ -18,9 +18,9 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from telha.common.errors import Conflict, NotFound
-from telha.jobs.models import Job, JobStatus
-from telha.tenancy.models import Person, Rights, Tenant
+from common.errors import Conflict, NotFound
+from jobs.models import Job, JobStatus
+from tenancy.models import Person, Rights, Tenant
 
 from .answering import AnswerCaller, AnswerInput, Interval, Outcome
 from .errors import DisputesChanged, NothingToUphold

@@ -9,8 +9,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from telha.common.times import iso
-from telha.tenancy.models import Person
+from common.times import iso
+from tenancy.models import Person
 
 from .models import Clarification, ResponseRecord
 

@@ -32,12 +32,12 @@ from clarify.answering import AnswerCaller, AnswerInput
 from clarify.errors import AlreadyAnswered, NoReadPermission, UnparseableAnswer
 from clarify.models import Clarification
 from clarify.services import audit_event_append, clarification_answer
-from telha.common.codes import TapRefusal
-from telha.common.errors import DomainError
-from telha.common.times import from_us, now_us
-from telha.graph.access import read_access_changed
-from telha.ingest.detection.temporal import day_of
-from telha.tenancy.models import Person, Tenant
+from common.codes import TapRefusal
+from common.errors import DomainError
+from common.times import from_us, now_us
+from graph.access import read_access_changed
+from ingest.detection.temporal import day_of
+from tenancy.models import Person, Tenant
 
 from .cards import MOVED_ON, outcome_copy
 from .identity import ChatIdentity

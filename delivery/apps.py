@@ -14,7 +14,7 @@ class DeliveryConfig(AppConfig):
         from clarify import reports as clarify_reports
         from clarify import services as clarify_services
         from clarify import stewardship as clarify_stewardship
-        from telha.graph import access
+        from graph import access
 
         from . import history, integrity, revocation, worker
 

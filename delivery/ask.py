@@ -17,12 +17,12 @@ from django.db import transaction
 from clarify.models import Clarification, ResponseRecord, State
 from clarify.selectors import pending_caveat, routing_jobs
 from clarify.services import audit_event_append, clarification_route
-from telha.common.times import from_us, now_us
-from telha.graph.access import person_reader
-from telha.graph.models import EvidenceClass, NodeVersion
-from telha.graph.selectors import readable_nodes
-from telha.tenancy.auth import Caller
-from telha.tenancy.models import Person
+from common.times import from_us, now_us
+from graph.access import person_reader
+from graph.models import EvidenceClass, NodeVersion
+from graph.selectors import readable_nodes
+from tenancy.auth import Caller
+from tenancy.models import Person
 
 from .cards import OPEN_STATES, candidate_label
 from .models import ChatTurn

@@ -11,8 +11,8 @@ from django.urls import reverse
 
 from clarify.models import CLOSED_STATES, Clarification, ResponseRecord, Severity, State
 from clarify.reports import target_name
-from telha.common.times import from_us
-from telha.tenancy.models import Person
+from common.times import from_us
+from tenancy.models import Person
 
 SOMETHING_ELSE = "Something else…"
 MOVED_ON = "This clarification has moved on."

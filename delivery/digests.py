@@ -21,7 +21,7 @@ from django.utils import timezone
 from clarify.models import CLOSED_STATES, Clarification
 from clarify.policy import policy_for
 from clarify.services import audit_event_append
-from telha.tenancy.selectors import aliases_for
+from tenancy.selectors import aliases_for
 
 from .cards import Card, build_card
 from .channels import DeliveryError, route_for

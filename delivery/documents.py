@@ -1,6 +1,6 @@
 """The read-only document page a card's "Document" link opens: `/inbox/documents/<source
 id>/`, outside the steward admin, for any signed-in person who may read the source (the
-one read rule, `telha.graph.access`). It shows the extracted text of the document; with
+one read rule, `graph.access`). It shows the extracted text of the document; with
 `?clarification=<id>` (a question about that document) the text of the version the
 question was asked on, its span highlighted and scrolled to (`#passage`). A source the
 person may not read, another tenant's, or an unknown id is a 404 — the same page, so a
@@ -16,12 +16,12 @@ from django.views.decorators.http import require_http_methods
 
 from clarify.models import Clarification
 from clarify.reports import target_name
-from telha.common.times import iso
-from telha.graph.access import person_reader
-from telha.graph.models import Source, SourceVersion
-from telha.graph.selectors import readable_sources
-from telha.ingest.highlight import passage_highlighted
-from telha.tenancy.models import Person
+from common.times import iso
+from graph.access import person_reader
+from graph.models import Source, SourceVersion
+from graph.selectors import readable_sources
+from ingest.highlight import passage_highlighted
+from tenancy.models import Person
 
 from .cards import QUESTION_BY_KIND, linkable
 from .inbox import _person

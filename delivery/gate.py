@@ -1,15 +1,15 @@
 """The ACL floor check before anything is sent (spec §3.3; architecture "Permission check
-before delivery"): the candidate must pass the one read rule (`telha.graph.access`) on
+before delivery"): the candidate must pass the one read rule (`graph.access`) on
 the source. An unparseable ACL fails closed."""
 
 from collections.abc import Iterable
 from typing import Any
 
 from clarify.models import Clarification
-from telha.common.codes import SkipReason
-from telha.graph.access import people_reading
-from telha.graph.services import acl_principal_valid
-from telha.tenancy.models import Person
+from common.codes import SkipReason
+from graph.access import people_reading
+from graph.services import acl_principal_valid
+from tenancy.models import Person
 
 
 def acl_parses(acl: Any) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Callable
 from typing import Any
 
 from clarify.models import AuditEvent, Clarification
-from telha.common.times import to_us
+from common.times import to_us
 
 from .models import Delivery, DeliveryKind
 

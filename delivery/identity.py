@@ -8,8 +8,8 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from telha.tenancy.models import Person, PersonAlias, Tenant, normalise_alias
-from telha.tenancy.selectors import person_by_alias
+from tenancy.models import Person, PersonAlias, Tenant, normalise_alias
+from tenancy.selectors import person_by_alias
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from clarify.models import State
 from clarify.routing import skip_reasons_by_clarification
-from telha.tenancy.models import Person, Rights
+from tenancy.models import Person, Rights
 
 from .actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
 from .cards import (
@@ -312,10 +312,10 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
     if not settings.ASK_ENABLED:
         raise Http404("Asking is not enabled.")
 
-    from telha.common.times import iso
-    from telha.graph.models import NodeVersion
-    from telha.graph.selectors import readable_nodes
-    from telha.graph.timeline import versions_svg
+    from common.times import iso
+    from graph.models import NodeVersion
+    from graph.selectors import readable_nodes
+    from graph.timeline import versions_svg
 
     from .ask import reader_for
 

@@ -6,7 +6,7 @@ import uuid
 from django.db import models
 
 from clarify.models import Clarification
-from telha.tenancy.models import Person, Tenant
+from tenancy.models import Person, Tenant
 
 
 class DeliveryKind(models.TextChoices):

@@ -27,7 +27,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from clarify.models import CLOSED_STATES, Severity
-from telha.common.codes import SkipReason
+from common.codes import SkipReason
 
 from .channels import Route
 from .models import NonceState

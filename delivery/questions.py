@@ -11,10 +11,10 @@ import re
 from dataclasses import dataclass
 from datetime import UTC, date, datetime
 
-from telha.common.times import from_us, to_us
-from telha.graph.search import STOPWORDS as SEARCH_STOPWORDS
-from telha.graph.search import search_terms
-from telha.ingest.detection.temporal import Period, tag
+from common.times import from_us, to_us
+from graph.search import STOPWORDS as SEARCH_STOPWORDS
+from graph.search import search_terms
+from ingest.detection.temporal import Period, tag
 
 START, END = "start", "end"
 START_WORDS = frozenset(

@@ -18,7 +18,7 @@ from django.db.models.functions import Length, StrIndex, Substr
 
 from clarify.models import Clarification
 from clarify.services import audit_event_append
-from telha.graph.models import Span
+from graph.models import Span
 
 from .cards import OPEN_STATES, Card, Escalation, build_card
 from .models import Delivery, NonceState

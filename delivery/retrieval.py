@@ -1,5 +1,5 @@
 """The evidence that answers a question (ask-in-chat): full-text search over the facts
-the asker may read (`telha.graph.search`), the period filter of time questions, and the
+the asker may read (`graph.search`), the period filter of time questions, and the
 choice of what is kept — the best match decides; others stay only when nearly as
 relevant; among those, unrestricted evidence is preferred: restricted evidence as (or
 nearly as) relevant as an unrestricted match is left out.
@@ -12,8 +12,8 @@ from dataclasses import dataclass, field
 
 from django.db.models import Q, QuerySet
 
-from telha.graph.models import Node, NodeVersion
-from telha.graph.search import corrected, matches_any, matching, ranked
+from graph.models import Node, NodeVersion
+from graph.search import corrected, matches_any, matching, ranked
 
 from .questions import END, START, Question
 

@@ -1,6 +1,6 @@
 """Losing read access revokes what was sent (spec §3.3; issue 19 item 2).
 
-`telha.graph.access.read_access_changed` is the core's seam "whose read access changed";
+`graph.access.read_access_changed` is the core's seam "whose read access changed";
 `read_access_recheck` is delivery's hook on it (registered in `DeliveryConfig.ready`).
 It re-checks every open question card in the change's scope with the one read rule
 (`gate.floor_check`) and drops each card whose recipient may no longer read its source
@@ -21,10 +21,10 @@ from django.db import transaction
 
 from clarify.models import Clarification
 from clarify.services import CLARIFY_JOB_KIND, audit_event_append
-from telha.graph.access import ReadAccessChange
-from telha.jobs import dispatch
-from telha.jobs.services import job_attempt_skip
-from telha.tenancy.models import Person
+from graph.access import ReadAccessChange
+from jobs import dispatch
+from jobs.services import job_attempt_skip
+from tenancy.models import Person
 
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState

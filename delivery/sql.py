@@ -1,11 +1,11 @@
 """The delivery worker's literal SQL: a statement whose compilation by the ORM cost a
 multiple of running it, with the ORM call it replaces in its comment and compared with
 it by `tests/delivery/test_sql.py`. Table and column names come from the models' `_meta`
-(`telha.common.sql`); callers use the function, never a cursor."""
+(`common.sql`); callers use the function, never a cursor."""
 
 from django.db import connections, router, transaction
 
-from telha.common.sql import column, field, table
+from common.sql import column, field, table
 
 from .models import Delivery
 

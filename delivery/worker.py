@@ -10,7 +10,7 @@ A round is load → plan → record → send:
    channels of each tenant's order, and each person's question cards of the last day and
    of the digest window (one grouped query).
 2. `_record`, one transaction: the round's jobs still held locked
-   (`telha.jobs.services.leases_lock`), their clarifications locked in id order and their
+   (`jobs.services.leases_lock`), their clarifications locked in id order and their
    state re-read, the cards their jobs issued before; the plan of each lease
    (`delivery.plan`, pure; the counts go up with every card planned); then what the plans
    write — the `skipped`, `digested` and `resend_withheld` events, the jobs moved on past
@@ -58,10 +58,10 @@ from clarify.policy import policy_for
 from clarify.reports import target_names
 from clarify.routing import skip_reasons
 from clarify.services import audit_event_append, audit_events_append
-from telha.common.codes import JobReason, SkipReason
-from telha.common.observability import request_id_var
-from telha.common.times import now_us
-from telha.jobs.services import (
+from common.codes import JobReason, SkipReason
+from common.observability import request_id_var
+from common.times import now_us
+from jobs.services import (
     Lease,
     LeaseLost,
     job_advance,
@@ -71,9 +71,9 @@ from telha.jobs.services import (
     lease_renew,
     leases_lock,
 )
-from telha.jobs.tasks import fail_after_bug, round_handler
-from telha.tenancy.models import Person, Rights
-from telha.tenancy.selectors import aliases_for
+from jobs.tasks import fail_after_bug, round_handler
+from tenancy.models import Person, Rights
+from tenancy.selectors import aliases_for
 
 from .cards import Card, Escalation, build_card, build_escalation, build_steward_notice
 from .channels import Channel, DeliveryError, Route, configured_channels, route_for

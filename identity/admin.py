@@ -7,7 +7,7 @@ from django import forms
 from django.contrib import admin
 from django.http import HttpRequest
 
-from telha.tenancy.steward_admin import TenantScopedAdmin, steward_of
+from tenancy.steward_admin import TenantScopedAdmin, steward_of
 
 from .models import SsoProvider
 from .services import issuer_problem, sso_configure

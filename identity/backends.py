@@ -11,9 +11,9 @@ from django.contrib.auth.models import User
 from django.core.exceptions import PermissionDenied
 from django.http import HttpRequest
 
-from telha.tenancy.forms import SIGN_IN_AMBIGUOUS
-from telha.tenancy.models import Person
-from telha.tenancy.selectors import people_signing_in
+from tenancy.forms import SIGN_IN_AMBIGUOUS
+from tenancy.models import Person
+from tenancy.selectors import people_signing_in
 
 from .models import SsoProvider
 

@@ -2,7 +2,7 @@
 
 from django.db import models
 
-from telha.tenancy.models import Tenant
+from tenancy.models import Tenant
 
 
 class SsoProvider(models.Model):

@@ -15,7 +15,7 @@ from scim2_models import (
     User,
 )
 
-from telha.tenancy.models import AliasKind, Person, TenantGroup
+from tenancy.models import AliasKind, Person, TenantGroup
 
 from .services import GroupSpec, PersonSpec
 

@@ -21,7 +21,7 @@ from scim2_models.path import (
     ValuePath,
 )
 
-from telha.tenancy.models import AliasKind, PersonAlias, normalise_alias
+from tenancy.models import AliasKind, PersonAlias, normalise_alias
 
 _LOOKUPS = {
     CompareOperator.eq: "iexact",

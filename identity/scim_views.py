@@ -28,10 +28,10 @@ from scim2_models import (
     SearchRequest,
 )
 
-from telha.common.errors import DomainError
-from telha.common.parsers import JSONParser
-from telha.tenancy.auth import ApiKeyAuthentication, IsScimService, caller_of
-from telha.tenancy.models import Person, TenantGroup
+from common.errors import DomainError
+from common.parsers import JSONParser
+from tenancy.auth import ApiKeyAuthentication, IsScimService, caller_of
+from tenancy.models import Person, TenantGroup
 
 from . import scim
 from .scim_filters import GROUP_COLUMNS, USER_COLUMNS, Column, FilterToQ

@@ -17,11 +17,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from clarify.services import audit_event_append
+from common.codes import SkipReason
+from common.errors import Conflict, InvalidInput
 from delivery.revocation import person_cards_withdraw
-from telha.common.codes import SkipReason
-from telha.common.errors import Conflict, InvalidInput
-from telha.tenancy.models import AliasKind, Person, PersonAlias, Rights, Tenant, TenantGroup
-from telha.tenancy.services import (
+from tenancy.models import AliasKind, Person, PersonAlias, Rights, Tenant, TenantGroup
+from tenancy.services import (
     _GROUP_RE,
     EMAIL_MAX_LENGTH,
     IdentityClash,

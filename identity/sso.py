@@ -27,9 +27,9 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET
 from joserfc.errors import JoseError
 
-from telha.tenancy.forms import SignInForm
-from telha.tenancy.models import AliasKind, Person
-from telha.tenancy.selectors import person_by_alias
+from tenancy.forms import SignInForm
+from tenancy.models import AliasKind, Person
+from tenancy.selectors import person_by_alias
 
 from .models import SsoProvider
 

@@ -7,9 +7,9 @@ from django.db import connection, transaction
 
 from clarify.models import AuditEvent
 from clarify.stewardship import ErasureSubject, scrub_rows
-from telha.common.storage import secure_delete, storage_reclaim
-from telha.graph.fts import fts_compact
-from telha.tenancy.models import Person, PersonAlias, Tenant
+from common.storage import secure_delete, storage_reclaim
+from graph.fts import fts_compact
+from tenancy.models import Person, PersonAlias, Tenant
 
 from .executor import gdpr_erase
 
@@ -61,7 +61,7 @@ def person_erase(
     counts returned). On SQLite the transaction runs with `secure_delete` on and the WAL
     is checkpointed and truncated after it (`walCheckpointPending` 1 in the counts when a
     reader still blocked it after the retries); on PostgreSQL the erased tables are vacuumed
-    after it (`telha.common.storage`)."""
+    after it (`common.storage`)."""
     with secure_delete(), transaction.atomic():
         # Before the executor deletes the aliases this needs.
         elsewhere = other_tenants_audit_scrub(tenant=tenant, person=person)

@@ -24,11 +24,11 @@ from clarify.stewardship import (
     scrub_rows,
 )
 from delivery.models import CardAction, ChatTurn, Delivery, TeamsConversation
-from telha.graph.access import read_access_changed
-from telha.graph.models import Node, NodeVersion, Source, SourceVersion
-from telha.graph.services import node_version_write, search_text_for, source_acl_set
-from telha.jobs.models import Job
-from telha.tenancy.models import Person, PersonAlias, Rights, Tenant
+from graph.access import read_access_changed
+from graph.models import Node, NodeVersion, Source, SourceVersion
+from graph.services import node_version_write, search_text_for, source_acl_set
+from jobs.models import Job
+from tenancy.models import Person, PersonAlias, Rights, Tenant
 
 from .uploads import documents_scrub, upload_sources_renamed
 

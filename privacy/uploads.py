@@ -11,12 +11,12 @@ from django.core.files.base import ContentFile
 from django.db import transaction
 
 from clarify.stewardship import ERASED, ErasureSubject
-from telha.graph.models import Source
-from telha.ingest.formats import SUPPORTED, suffix_of
-from telha.ingest.models import Document
-from telha.ingest.uploads import UPLOAD_SYSTEM, stored_name_for
-from telha.jobs.models import Job
-from telha.tenancy.models import Tenant
+from graph.models import Source
+from ingest.formats import SUPPORTED, suffix_of
+from ingest.models import Document
+from ingest.uploads import UPLOAD_SYSTEM, stored_name_for
+from jobs.models import Job
+from tenancy.models import Tenant
 
 from .filenames import FileNameSubject
 

@@ -3,7 +3,7 @@ bearer METRICS_TOKEN).
 
 Two sources, both cheap however large the database grows:
 
-- what the processes counted (`telha.common.observability`: requests and latency per
+- what the processes counted (`common.observability`: requests and latency per
   endpoint, answer latency by outcome, audit and delivery events as they are appended).
   Under gunicorn with `PROMETHEUS_MULTIPROC_DIR` a scrape adds up the files every process
   on the host wrote there (prometheus_client's multiprocess mode), so every worker
@@ -31,8 +31,8 @@ from prometheus_client.multiprocess import MultiProcessCollector
 from prometheus_client.registry import Collector
 
 from clarify.models import UNRESOLVED_STATES, Clarification
-from telha.common.observability import PROCESS_REGISTRY
-from telha.jobs.models import BACKLOG_STATUSES, Job, JobStatus
+from common.observability import PROCESS_REGISTRY
+from jobs.models import BACKLOG_STATUSES, Job, JobStatus
 
 CONTENT_TYPE = "text/plain; version=0.0.4"
 

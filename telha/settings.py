@@ -46,10 +46,11 @@ INSTALLED_APPS = [
     "guardian",
     "csp",  # django-csp's system checks (an outdated 3.x CSP_* setting is an error)
     "django_q",
-    "telha.tenancy",
-    "telha.graph",
-    "telha.jobs",
-    "telha.ingest",
+    "telha.apps.ProjectConfig",  # the project: serve_all (what `make run` starts)
+    "tenancy",
+    "graph",
+    "jobs",
+    "ingest",
     "clarify",
     "delivery",
     "identity",
@@ -58,11 +59,11 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "telha.common.observability.MetricsMiddleware",  # outermost: times every request
-    "telha.common.observability.RequestIdMiddleware",
-    "telha.common.dbfail.DatabaseUnavailableMiddleware",
-    "telha.common.middleware.RequestBodyLimitMiddleware",
-    "telha.common.middleware.NulCharacterMiddleware",
+    "common.observability.MetricsMiddleware",  # outermost: times every request
+    "common.observability.RequestIdMiddleware",
+    "common.dbfail.DatabaseUnavailableMiddleware",
+    "common.middleware.RequestBodyLimitMiddleware",
+    "common.middleware.NulCharacterMiddleware",
     "django.middleware.security.SecurityMiddleware",
     # Content-Security-Policy on every response (CONTENT_SECURITY_POLICY below)
     "csp.middleware.CSPMiddleware",
@@ -157,17 +158,17 @@ STORAGES = {
 MEDIA_ROOT = env.str("MEDIA_ROOT", default=str(VAR_DIR / "uploads"))
 
 DATA_UPLOAD_MAX_MEMORY_SIZE = 12 * 1024 * 1024
-# Bodies over these limits are refused 413 before they are read (telha.common.middleware);
+# Bodies over these limits are refused 413 before they are read (common.middleware);
 # chat hooks get the smaller one.
 HOOK_MAX_BODY_BYTES = env.int("HOOK_MAX_BODY_BYTES", default=1024 * 1024)
 
 REST_FRAMEWORK = {
-    "DEFAULT_AUTHENTICATION_CLASSES": ["telha.tenancy.auth.ApiKeyAuthentication"],
-    "DEFAULT_PERMISSION_CLASSES": ["telha.tenancy.auth.IsTenantCaller"],
+    "DEFAULT_AUTHENTICATION_CLASSES": ["tenancy.auth.ApiKeyAuthentication"],
+    "DEFAULT_PERMISSION_CLASSES": ["tenancy.auth.IsTenantCaller"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
-    "DEFAULT_PARSER_CLASSES": ["telha.common.parsers.JSONParser"],
+    "DEFAULT_PARSER_CLASSES": ["common.parsers.JSONParser"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "telha.common.errors.exception_handler",
+    "EXCEPTION_HANDLER": "common.errors.exception_handler",
     "UNAUTHENTICATED_USER": None,
 }
 
@@ -205,7 +206,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     "POSTPROCESSING_HOOKS": [
         "drf_spectacular.hooks.postprocess_schema_enums",
-        "telha.common.openapi.postprocess_error_responses",
+        "common.openapi.postprocess_error_responses",
     ],
 }
 
@@ -324,10 +325,10 @@ LOG_FORMAT = env.str("LOG_FORMAT", default="plain" if DEBUG else "json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "filters": {"request_id": {"()": "telha.common.observability.RequestIdFilter"}},
+    "filters": {"request_id": {"()": "common.observability.RequestIdFilter"}},
     "formatters": {
         "plain": {"format": "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"},
-        "json": {"()": "telha.common.observability.JsonFormatter"},
+        "json": {"()": "common.observability.JsonFormatter"},
     },
     "handlers": {
         "console": {
@@ -341,15 +342,15 @@ LOGGING = {
 }
 
 # The in-process job handler the cluster runs for each kind prefix, the one registry of
-# them (telha.jobs.tasks.handler_for; telha.jobs.dispatch wakes only these kinds): a round
-# handler (`telha.jobs.tasks.round_handler`) takes each leased round whole.
+# them (jobs.tasks.handler_for; jobs.dispatch wakes only these kinds): a round
+# handler (`jobs.tasks.round_handler`) takes each leased round whole.
 JOB_WORKERS: dict[str, str] = {
     "clarify:": "delivery.worker.handle_leases",
-    "ingest:": "telha.ingest.documents.handle_lease",
+    "ingest:": "ingest.documents.handle_lease",
 }
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Which queue's cluster runs each audience's in-process worker, e.g.
 # "clarify=telha-clarify,ingest=telha-ingest" (unlisted audiences: the default queue). Set
 # the same value on every process, web and clusters: kicks are routed by it wherever they
-# are sent, and a cluster runs only the audiences routed to it (telha.jobs.dispatch).
+# are sent, and a cluster runs only the audiences routed to it (jobs.dispatch).
 JOB_CLUSTER_FOR_AUDIENCE: dict[str, str] = env.dict("JOB_CLUSTER_FOR_AUDIENCE", default={})

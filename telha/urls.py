@@ -6,15 +6,15 @@ from django.views.generic import RedirectView
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitView
 
 from clarify.api import views as clarify_views
+from common import error_views
 from delivery import documents, inbox
+from graph.api import views as graph_views
 from identity.sso import SignInView
 from identity.urls import scim_v2, sso_urls
-from telha.common import error_views
-from telha.graph.api import views as graph_views
+from ingest.api import views as ingest_views
+from ingest.api.documents import DocumentUploadView
+from jobs.api import views as job_views
 from telha.health import healthz
-from telha.ingest.api import views as ingest_views
-from telha.ingest.api.documents import DocumentUploadView
-from telha.jobs.api import views as job_views
 from telha.metrics import metrics
 
 api_v1 = [
@@ -66,7 +66,7 @@ urlpatterns = [
 ]
 
 # Errors outside DRF's views: JSON on /v1/ and /hooks/, Django's pages elsewhere.
-handler400 = "telha.common.error_views.bad_request"
-handler403 = "telha.common.error_views.permission_denied"
-handler404 = "telha.common.error_views.page_not_found"
-handler500 = "telha.common.error_views.server_error"
+handler400 = "common.error_views.bad_request"
+handler403 = "common.error_views.permission_denied"
+handler404 = "common.error_views.page_not_found"
+handler500 = "common.error_views.server_error"

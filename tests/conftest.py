@@ -8,8 +8,8 @@ from django.core.management.color import no_style
 from django.db import connection, models, transaction
 from rest_framework.test import APIClient
 
-from telha.tenancy.models import Tenant
-from telha.tenancy.services import api_key_create, workspace_load
+from tenancy.models import Tenant
+from tenancy.services import api_key_create, workspace_load
 from tests import tree_guard
 from tests.browser import REPO, A11y, axe_core_install, launched_chromium, screenshots_folder
 

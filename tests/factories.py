@@ -11,7 +11,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
 from clarify.models import AuditEvent, Clarification, ResponseRecord
-from telha.graph.models import (
+from graph.models import (
     Edge,
     Node,
     NodeVersion,
@@ -21,9 +21,9 @@ from telha.graph.models import (
     SourceVersion,
     Span,
 )
-from telha.jobs.models import Job
-from telha.tenancy.models import ApiKey, Person, PersonAlias, Rights, Tenant, TenantGroup
-from telha.tenancy.services import user_name_for
+from jobs.models import Job
+from tenancy.models import ApiKey, Person, PersonAlias, Rights, Tenant, TenantGroup
+from tenancy.services import user_name_for
 
 from .submissions import OMIT, Submission
 

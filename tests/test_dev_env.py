@@ -99,7 +99,7 @@ def serve_all(monkeypatch: pytest.MonkeyPatch, *args: str) -> tuple[list[str], s
 
     from django.core.management import call_command
 
-    from telha.tenancy.management.commands import serve_all as command
+    from telha.management.commands import serve_all as command
 
     FakeProcess.started = []
     monkeypatch.setattr(command.subprocess, "Popen", FakeProcess)

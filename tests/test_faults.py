@@ -69,7 +69,7 @@ SLOW = pytest.mark.slow
 
 def test_api_request_with_the_database_down_is_503_with_the_contract_body(client):
     refused = OperationalError('connection to server at "127.0.0.1", port 5432 failed')
-    with mock.patch("telha.tenancy.auth.ApiKeyAuthentication.authenticate", side_effect=refused):
+    with mock.patch("tenancy.auth.ApiKeyAuthentication.authenticate", side_effect=refused):
         response = client.get("/v1/clarifications", headers={"Authorization": "Bearer x"})
     assert response.status_code == 503
     assert response.json() == {
@@ -127,7 +127,7 @@ def test_slack_hook_500_after_a_database_error_becomes_503(client, settings):
 def test_a_500_without_a_database_error_stays_500(client):
     client.raise_request_exception = False
     with mock.patch(
-        "telha.tenancy.auth.ApiKeyAuthentication.authenticate", side_effect=RuntimeError("bug")
+        "tenancy.auth.ApiKeyAuthentication.authenticate", side_effect=RuntimeError("bug")
     ):
         response = client.get("/v1/clarifications", headers={"Authorization": "Bearer x"})
     assert response.status_code == 500
@@ -144,8 +144,8 @@ def test_worker_leaves_no_active_nonce_when_an_answer_binds_mid_delivery(
     from clarify.integrity import integrity_violations
     from delivery import worker
     from delivery.models import Delivery, NonceState
-    from telha.jobs.models import Job, JobStatus
-    from telha.jobs.services import job_lease
+    from jobs.models import Job, JobStatus
+    from jobs.services import job_lease
 
     settings.CLARIFY_CHANNELS = ["inbox"]
     alice = people["alice"].user
@@ -191,7 +191,7 @@ def test_answer_and_a_worker_leasing_its_job_do_not_deadlock(
     if connection.vendor != "postgresql":
         pytest.skip("row-lock deadlocks need PostgreSQL")
     from delivery import worker
-    from telha.jobs.models import Job, JobStatus
+    from jobs.models import Job, JobStatus
 
     clar_id = _clarification_by_alice(ingest_client, "deadlock/1")
     statuses: list[int] = []
@@ -228,7 +228,7 @@ def _lease_racing(other: Callable[[], Any]) -> tuple[list[Any], list[Any]]:
     from django.db import connections
 
     import clarify.routing
-    from telha.jobs.services import job_lease
+    from jobs.services import job_lease
 
     barrier = threading.Barrier(2, timeout=30)
     errors: list[BaseException] = []
@@ -278,7 +278,7 @@ def test_a_steward_reask_and_a_worker_leasing_the_job_do_not_deadlock(
         pytest.skip("row-lock deadlocks need PostgreSQL")
     from clarify.models import AuditEvent, Clarification
     from clarify.stewardship import clarification_reask
-    from telha.jobs.models import Job, JobStatus
+    from jobs.models import Job, JobStatus
 
     clar_id = _clarification_by_alice(ingest_client, "deadlock/reask")
     old_job = Job.objects.get(subject=clar_id)
@@ -310,8 +310,8 @@ def test_a_gdpr_erasure_and_a_worker_leasing_a_job_do_not_deadlock(
     if connection.vendor != "postgresql":
         pytest.skip("row-lock deadlocks need PostgreSQL")
     from clarify.models import Clarification
+    from jobs.models import Job
     from privacy.executor import gdpr_erase
-    from telha.jobs.models import Job
 
     clar_id = _clarification_by_alice(ingest_client, "deadlock/gdpr")
     alice = people["alice"]
@@ -536,7 +536,7 @@ SETUP_SCRIPT = r"""
 import json, os
 from django.contrib.auth import BACKEND_SESSION_KEY, HASH_SESSION_KEY, SESSION_KEY
 from django.contrib.sessions.backends.db import SessionStore
-from telha.tenancy.services import api_key_create, workspace_load
+from tenancy.services import api_key_create, workspace_load
 
 from django.test.utils import override_settings
 
@@ -559,13 +559,13 @@ for p in tenant.people.select_related("user"):
         s.create()
         out["sessions"][name] = s.session_key
 if spec.get("submissions"):
-    from telha.ingest.services import submission_apply, submission_plan
+    from ingest.services import submission_apply, submission_plan
     for data in spec["submissions"]:
         body = submission_apply(tenant=tenant, plan=submission_plan(data))
         out["clarifications"] += [str(c["id"]) for c in body["clarifications"]]
 if spec.get("deliver"):
     from delivery.models import Delivery
-    from telha.jobs.tasks import work
+    from jobs.tasks import work
     work("clarify:temporal")
     for d in Delivery.objects.filter(clarification_id__in=out["clarifications"]):
         out["deliveries"].append({"clarification": str(d.clarification_id), "nonce": d.nonce,

@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from django.db import models
 
-from telha.tenancy.models import Person, Tenant
-from telha.tenancy.services import api_key_create, workspace_load
+from tenancy.models import Person, Tenant
+from tenancy.services import api_key_create, workspace_load
 
 from .conftest import WORKSPACE, WorkspaceRows, workspace_rows_replay, workspace_rows_written
 

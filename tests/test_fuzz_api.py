@@ -47,9 +47,9 @@ from schemathesis.specs.openapi.checks import (
 )
 
 from clarify.models import Clarification
-from telha.jobs.models import Job
-from telha.tenancy.services import api_key_create, workspace_load
+from jobs.models import Job
 from telha.wsgi import application
+from tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
 from tests.factories import submission_payload
 from tests.test_hostile_input import changed, db_state

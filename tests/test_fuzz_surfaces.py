@@ -32,10 +32,10 @@ from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 
-from telha.ingest.formats import SUPPORTED
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.tasks import work
-from telha.tenancy.models import Person, TenantGroup
+from ingest.formats import SUPPORTED
+from jobs.models import Job, JobStatus
+from jobs.tasks import work
+from tenancy.models import Person, TenantGroup
 from tests.delivery.conftest_slack import EVENTS, INTERACTIVITY, block_actions, signed_headers
 from tests.delivery.conftest_teams import *  # noqa: F403  (teams_settings, teams_stub, teams_token)
 from tests.delivery.conftest_teams import conversation_update, invoke_action
@@ -200,7 +200,7 @@ NUMBERS = st.one_of(
 
 @pytest.fixture
 def scim(workspace):
-    from telha.tenancy.services import api_key_create
+    from tenancy.services import api_key_create
     from tests.identity.conftest import Scim
 
     return Scim(api_key_create(tenant=workspace, audience="scim")[1])
@@ -367,7 +367,7 @@ def test_fuzz_uploads_and_their_jobs(ingest_client, settings, tmp_path):
             assert stored_files(settings.MEDIA_ROOT) == stored
             return
         assert response.status_code == 202, response.content
-        with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+        with mock.patch("jobs.tasks.close_old_connections", lambda: None):
             work("ingest:document", max_seconds=10)
         job = Job.objects.get(pk=response.json()["jobId"])
         assert job.status == JobStatus.DONE or (

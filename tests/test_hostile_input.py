@@ -19,14 +19,14 @@ from django.db import connection
 from django.test import Client
 
 from clarify.models import Clarification, ClarificationBinding, ResponseRecord
+from common.parsers import MAX_JSON_DEPTH, JSONParser
 from delivery.models import CardAction, Delivery
-from telha.common.parsers import MAX_JSON_DEPTH, JSONParser
-from telha.graph.models import Node, NodeVersion, Source
-from telha.ingest.formats import SUPPORTED
-from telha.ingest.models import Document
-from telha.jobs.models import Job
-from telha.jobs.tasks import work
-from telha.tenancy.models import ApiKey, Person
+from graph.models import Node, NodeVersion, Source
+from ingest.formats import SUPPORTED
+from ingest.models import Document
+from jobs.models import Job
+from jobs.tasks import work
+from tenancy.models import ApiKey, Person
 from tests.factories import OCT_2026, submission_payload
 
 # --- "nothing was written" -----------------------------------------------------------------
@@ -357,7 +357,7 @@ def test_csv_the_csv_module_cannot_read_is_refused_per_file(workspace, tmp_path,
 
     from django.core.management import call_command
 
-    import telha.ingest.detection.build as build
+    import ingest.detection.build as build
 
     folder = tmp_path / "inbox"
     folder.mkdir()
@@ -393,7 +393,7 @@ def test_csv_the_csv_module_cannot_read_is_refused_per_file(workspace, tmp_path,
 
 def test_a_reader_failing_on_hostile_bytes_is_a_refusal_not_an_error(ingest_client, monkeypatch):
     """Whatever a reader library raises on bytes it was not made for is `corrupt: …`."""
-    from telha.ingest.formats import sniff
+    from ingest.formats import sniff
 
     def broken(data: bytes) -> str:
         raise IndexError("a parser bug")
@@ -752,7 +752,7 @@ def test_the_inbox_shows_hostile_strings_escaped(hostile, people, settings):
     alice = people["alice"].user  # the ranked responder: the inbox reaches those who sign in
     alice.set_password("inbox-pass-" + "x" * 10)
     alice.save()
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         assert work("clarify:temporal", max_seconds=5) >= 1
     delivery = Delivery.objects.get(clarification=hostile["clarification"], kind="question")
     client = Client()

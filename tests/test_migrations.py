@@ -11,7 +11,7 @@ from django.core.management import call_command
 from django.db import connection, transaction
 from django.db.models.functions import Now
 
-from telha.jobs.models import Job, JobStatus
+from jobs.models import Job, JobStatus
 
 pytestmark = pytest.mark.django_db
 

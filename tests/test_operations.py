@@ -28,18 +28,18 @@ from django.utils import timezone
 
 from clarify.models import AuditEvent, Clarification, QuorumState, ResponseRecord, State
 from clarify.services import audit_event_append
-from delivery.models import Delivery, NonceState
-from telha.common.observability import (
+from common.observability import (
     JsonFormatter,
     RequestIdFilter,
     request_id_var,
 )
-from telha.common.times import from_us, iso
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_complete, job_enqueue, job_fail, job_lease
-from telha.jobs.tasks import work
-from telha.tenancy.models import Tenant
+from common.times import from_us, iso
+from delivery.models import Delivery, NonceState
+from graph.models import NodeVersion
+from jobs.models import Job, JobStatus
+from jobs.services import job_complete, job_enqueue, job_fail, job_lease
+from jobs.tasks import work
+from tenancy.models import Tenant
 from tests.clarify.conftest import build_submission
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -71,7 +71,7 @@ def telha(*argv: str) -> SimpleNamespace:
 
 def run_worker() -> int:
     """One pass of the in-process worker (no connection recycling inside the test)."""
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         return work(JOB_KIND, max_seconds=5)
 
 
@@ -119,7 +119,7 @@ def flow(inbox, submit, person_client):
     - `conflicted`: critical, alice and bob disagree → a critical conflict;
     - `partial`: critical, one confirmation of two → partially_confirmed;
     - `open`: normal, delivered, unanswered;
-    - `dead`: its routing job leased and failed for good through telha.jobs.services →
+    - `dead`: its routing job leased and failed for good through jobs.services →
       dead_lettered.
     """
     alice, bob = person_client("alice"), person_client("bob")
@@ -826,7 +826,7 @@ def raising_handler(lease: Any) -> None:
 
 
 def _run(kind: str) -> int:
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         return work(kind, max_seconds=5)
 
 
@@ -864,7 +864,7 @@ def test_a_failing_handler_is_logged_under_its_jobs_request_id(workspace, settin
     assert _run("ingest:ops") == 1
 
     assert handled == [(job.pk, "req-b")]
-    [failed] = [r for r in caplog.records if r.name == "telha.jobs.tasks"]
+    [failed] = [r for r in caplog.records if r.name == "jobs.tasks"]
     assert failed.getMessage() == f"job {job.pk} failed in its handler"
     assert failed.request_id == "req-b"
     assert request_id_var.get() == ""

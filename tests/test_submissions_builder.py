@@ -75,7 +75,7 @@ def test_every_helper_builds_a_submission_the_api_accepts(helper):
     if helper.startswith("bench"):
         submission_shape_check(body)  # accepted, and exactly what the serializer returns
     else:
-        from telha.ingest.api.serializers import SubmissionInSerializer
+        from ingest.api.serializers import SubmissionInSerializer
 
         shape = SubmissionInSerializer(data=body)
         assert shape.is_valid(), shape.errors

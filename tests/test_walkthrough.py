@@ -25,10 +25,10 @@ import pytest
 from django.core.management import call_command
 
 from clarify.models import Clarification, State
-from telha.common.times import to_us
-from telha.jobs.tasks import work
-from telha.tenancy.models import Person
-from telha.tenancy.services import api_key_create
+from common.times import to_us
+from jobs.tasks import work
+from tenancy.models import Person
+from tenancy.services import api_key_create
 
 ALICE = ("alice@acme.test", "demo-alice-2026")
 SARAH = ("sarah@acme.test", "demo-sarah-2026")
@@ -44,7 +44,7 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 def run_delivery_worker() -> int:
     """One pass of the delivery worker. As in tests/delivery/conftest.py, the per-loop
     connection recycling is off: inside the test it would close the test's connection."""
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         return work("clarify:temporal", max_seconds=10)
 
 

@@ -5,9 +5,9 @@ from typing import Any
 
 from rest_framework import serializers
 
-from telha.common.fields import with_field
-from telha.graph.models import NodeVersion
-from telha.tenancy.selectors import aliases_for
+from common.fields import with_field
+from graph.models import NodeVersion
+from tenancy.selectors import aliases_for
 
 from ..models import Clarification, ResponseRecord
 

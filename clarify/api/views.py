@@ -8,10 +8,10 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from telha.common.errors import InvalidInput, NotFound
-from telha.common.pagination import CURSOR_MAX_LENGTH, SignedCursorPagination
-from telha.tenancy.auth import Caller, caller_of
-from telha.tenancy.models import Audience
+from common.errors import InvalidInput, NotFound
+from common.pagination import CURSOR_MAX_LENGTH, SignedCursorPagination
+from tenancy.auth import Caller, caller_of
+from tenancy.models import Audience
 
 from ..answering import AnswerCaller, AnswerInput
 from ..models import Clarification, Severity, State

@@ -4,7 +4,7 @@ at), (tenant, at) and unique (clarification, seq) indexes lead with them."""
 import django.db.models.deletion
 from django.db import migrations, models
 
-from telha.common.migration_ops import foreign_key_index_dropped
+from common.migration_ops import foreign_key_index_dropped
 
 
 class Migration(migrations.Migration):

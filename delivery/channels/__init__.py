@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from django.conf import settings
 from django.utils.module_loading import import_string
 
-from telha.tenancy.models import Person
+from tenancy.models import Person
 
 from .base import Channel, DeliveryError
 

@@ -3,7 +3,7 @@
 from abc import ABC, abstractmethod
 from typing import Any
 
-from telha.tenancy.models import Person
+from tenancy.models import Person
 
 from ..cards import Card, Escalation
 

@@ -1,7 +1,7 @@
 """The built-in inbox: a signed-in page listing a person's open cards. Sending is
 recording: the delivery row is what the page shows."""
 
-from telha.tenancy.models import Person
+from tenancy.models import Person
 
 from ..cards import Card, Escalation
 from .base import Channel

@@ -13,7 +13,7 @@ from django.conf import settings
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackClientError
 
-from telha.tenancy.models import AliasKind, Person
+from tenancy.models import AliasKind, Person
 
 from ..cards import Card, Escalation
 from ..slack_blocks import (

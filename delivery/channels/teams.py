@@ -9,7 +9,7 @@ from typing import Any
 import requests
 from django.conf import settings
 
-from telha.tenancy.models import Person
+from tenancy.models import Person
 
 from ..cards import Card, Escalation
 from ..models import TeamsConversation

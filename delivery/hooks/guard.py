@@ -6,7 +6,7 @@ unverified request is never parsed. Bolt parses the body itself and answers 500 
 cannot (JSON nested past the recursion limit, a payload that is not an object, an `event`
 that is a list); a string with U+0000 would reach database lookups and audit records (the
 card's nonce and clarification id), which PostgreSQL refuses with an error. Both are
-checked here with the API parser's rules (`telha.common.parsers.json_problem`), in the body
+checked here with the API parser's rules (`common.parsers.json_problem`), in the body
 and in the JSON the listeners decode from it (button values, modal metadata), and the
 fields read before any listener runs are checked for the types Slack (or Teams) sends.
 """
@@ -17,7 +17,7 @@ from urllib.parse import parse_qs
 
 from django.http import HttpRequest
 
-from telha.common.parsers import json_problem
+from common.parsers import json_problem
 
 
 def slack_payload_problem(request: HttpRequest) -> str | None:

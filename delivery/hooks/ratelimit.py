@@ -37,7 +37,7 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 
-from telha.common.errors import ServiceUnavailable
+from common.errors import ServiceUnavailable
 
 WINDOW_SECONDS = 60
 KEY_PREFIX = "telha:hookrl"

@@ -39,8 +39,8 @@ from slack_sdk.models.blocks import Block, DividerBlock
 from slack_sdk.signature import SignatureVerifier
 
 from clarify.models import Clarification
-from telha.common.codes import TapRefusal
-from telha.tenancy.models import AliasKind, Person, Tenant
+from common.codes import TapRefusal
+from tenancy.models import AliasKind, Person, Tenant
 
 from ..actions import (
     ANSWERED,

@@ -21,9 +21,9 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from clarify.models import Clarification
-from telha.common.codes import TapRefusal
-from telha.common.parsers import json_problem
-from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
+from common.codes import TapRefusal
+from common.parsers import json_problem
+from tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
 
 from ..actions import (
     ANSWERED,

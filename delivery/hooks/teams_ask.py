@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from django.http import HttpResponse, JsonResponse
 
-from telha.tenancy.models import Person
+from tenancy.models import Person
 
 from ..channels.base import DeliveryError
 from ..channels.teams import post_activity

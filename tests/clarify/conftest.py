@@ -17,10 +17,10 @@ from clarify.models import (
     ClarifyPolicy,
     ResponseRecord,
 )
-from telha.common.times import to_us
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job
-from telha.tenancy.services import workspace_load
+from common.times import to_us
+from graph.models import NodeVersion
+from jobs.models import Job
+from tenancy.services import workspace_load
 
 
 def us(text: str) -> int:

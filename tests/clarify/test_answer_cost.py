@@ -7,7 +7,7 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from telha.graph.services import search_text_for, span_texts
+from graph.services import search_text_for, span_texts
 
 from .conftest import versions_of
 

@@ -3,8 +3,8 @@
 import pytest
 
 from clarify.models import Clarification, ClarificationBinding
-from telha.tenancy.models import Person
-from telha.tenancy.services import api_key_create, workspace_load
+from tenancy.models import Person
+from tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
 
 from .conftest import (

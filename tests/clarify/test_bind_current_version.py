@@ -18,8 +18,8 @@ from clarify import services
 from clarify.integrity import check_versions
 from clarify.models import Clarification, ClarificationBinding, State
 from clarify.services import bind
-from telha.graph.models import EvidenceClass, NodeVersion
-from telha.graph.services import CurrentVersionMoved, node_update, node_version_write
+from graph.models import EvidenceClass, NodeVersion
+from graph.services import CurrentVersionMoved, node_update, node_version_write
 
 from .conftest import C1, C2, build_submission, versions_of
 from .test_races import ROUNDS, _race

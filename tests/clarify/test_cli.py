@@ -19,8 +19,8 @@ from django.test.utils import CaptureQueriesContext
 
 from clarify.management.commands import clarify as clarify_command
 from clarify.models import Clarification
-from telha.tenancy.models import Person
-from telha.tenancy.services import workspace_load
+from tenancy.models import Person
+from tenancy.services import workspace_load
 
 from .conftest import (
     C1,

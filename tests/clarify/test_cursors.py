@@ -8,7 +8,7 @@ import pytest
 from django.core import signing
 from django.test import override_settings
 
-from telha.common.pagination import CURSOR_MAX_LENGTH, SignedCursorPagination
+from common.pagination import CURSOR_MAX_LENGTH, SignedCursorPagination
 from tests.test_hostile_input import changed, db_state, refused
 
 from .conftest import bulk_submission

@@ -10,7 +10,7 @@ from django.db import IntegrityError, transaction
 from clarify import services
 from clarify.models import AuditEvent, Clarification, ClarificationBinding, ResponseRecord
 from clarify.services import EMBED_JOB_KIND, bind, bind_fanout, clarification_lock, embed_text
-from telha.graph.models import (
+from graph.models import (
     Edge,
     EvidenceClass,
     Node,
@@ -21,7 +21,7 @@ from telha.graph.models import (
     SourceVersion,
     Span,
 )
-from telha.jobs.models import Job
+from jobs.models import Job
 
 from .conftest import C1, C2, bulk_submission, versions_of
 

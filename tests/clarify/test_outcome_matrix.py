@@ -29,9 +29,9 @@ from clarify.answering import (
 )
 from clarify.api.outcomes import answer_reply
 from clarify.models import BindingStatus, QuorumState, State
-from telha.common.errors import DomainError
-from telha.graph.models import EvidenceClass
-from telha.tenancy.models import Rights, Tenant
+from common.errors import DomainError
+from graph.models import EvidenceClass
+from tenancy.models import Rights, Tenant
 
 from .conftest import C1, C2, CANDIDATES
 

@@ -8,10 +8,10 @@ from django.utils import timezone
 from clarify.models import Clarification
 from clarify.policy import EffectivePolicy, job_priority, policy_for, quorum_for, severity_for
 from clarify.ranking import rank_candidates
-from telha.graph.models import Edge, Node
-from telha.jobs.models import Job
-from telha.jobs.services import job_enqueue
-from telha.tenancy.models import Person
+from graph.models import Edge, Node
+from jobs.models import Job
+from jobs.services import job_enqueue
+from tenancy.models import Person
 
 from .conftest import C0, versions_of
 

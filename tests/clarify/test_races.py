@@ -19,8 +19,8 @@ from clarify.answering import AnswerCaller, AnswerInput
 from clarify.api.outcomes import answer_reply
 from clarify.models import Clarification, ClarificationBinding, ResponseRecord
 from clarify.services import clarification_answer
-from telha.common.errors import DomainError
-from telha.graph.models import NodeVersion
+from common.errors import DomainError
+from graph.models import NodeVersion
 
 from .conftest import CANDIDATES
 

@@ -8,7 +8,7 @@ from django.test.utils import CaptureQueriesContext
 
 from clarify.models import Clarification
 from clarify.routing import on_dead
-from telha.jobs.models import Job
+from jobs.models import Job
 
 from .conftest import (
     APPLIED_CONFIDENCE,

@@ -6,10 +6,10 @@ from django.utils import timezone
 
 from clarify.models import ClarificationBinding, ResponseRecord
 from clarify.services import embed_text
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job
-from telha.tenancy.models import Person
-from telha.tenancy.services import api_key_create, workspace_load
+from graph.models import NodeVersion
+from jobs.models import Job
+from tenancy.models import Person
+from tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
 
 from .conftest import (

@@ -12,8 +12,8 @@ from django.db import transaction
 from clarify import sql
 from clarify.models import AuditEvent, Clarification, ResponseRecord
 from clarify.services import clarification_lock
-from telha.graph.models import Node, NodeVersion
-from telha.graph.services import node_current_version
+from graph.models import Node, NodeVersion
+from graph.services import node_current_version
 
 pytestmark = pytest.mark.django_db
 

@@ -15,16 +15,16 @@ from django.utils import timezone
 import delivery.channels
 import delivery.worker
 from clarify.models import AuditEvent, Clarification, ResponseRecord
+from common.times import to_us
 from delivery.cards import Card, Escalation
 from delivery.channels import Channel, DeliveryError
 from delivery.models import CardAction, Delivery
-from telha.common.times import to_us
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import jobs_reap, jobs_sweep
-from telha.jobs.tasks import work
-from telha.tenancy.models import Person
-from telha.tenancy.services import api_key_create, workspace_load
+from graph.models import NodeVersion
+from jobs.models import Job, JobStatus
+from jobs.services import jobs_reap, jobs_sweep
+from jobs.tasks import work
+from tenancy.models import Person
+from tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
 from tests.submissions import contract_term
 
@@ -99,7 +99,7 @@ def run_worker() -> int:
     """One pass of the in-process worker. Like Django's test client (which disconnects
     `close_old_connections` from the request signals), the per-loop connection recycling
     is switched off: inside a test transaction it would close the test's connection."""
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         return work(JOB_KIND, max_seconds=5)
 
 
@@ -164,8 +164,8 @@ def acl_set_unheard(source: Any, acl: list[str]) -> None:
     answer's) to catch. tests/delivery/test_read_access.py covers the seam."""
     from unittest import mock
 
-    from telha.graph import access
-    from telha.graph.services import source_acl_set
+    from graph import access
+    from graph.services import source_acl_set
 
     with mock.patch.object(access, "READ_ACCESS_HOOKS", []):
         source_acl_set(source=source, acl=acl)

@@ -14,8 +14,8 @@ import pytest
 
 from clarify.models import AuditEvent, Clarification, ResponseRecord
 from delivery.models import CardAction, ChatTurn, Delivery, TeamsConversation
-from telha.graph.models import Node, NodeVersion
-from telha.jobs.models import Job
+from graph.models import Node, NodeVersion
+from jobs.models import Job
 
 from .conftest import OCT_2026, build_submission
 

@@ -19,7 +19,7 @@ from django.core.cache import cache
 import delivery.channels.teams
 import delivery.teams_auth
 import delivery.worker
-from telha.tenancy.models import PersonAlias
+from tenancy.models import PersonAlias
 
 from .teams_stub import ISSUER, LocalKey, RunningStub, TeamsStub
 

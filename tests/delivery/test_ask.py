@@ -26,8 +26,8 @@ from delivery.ask import (
 )
 from delivery.models import ChatTurn, Delivery
 from delivery.provenance import RESTRICTED_TEASER, ProvenanceError
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job, JobStatus
+from graph.models import NodeVersion
+from jobs.models import Job, JobStatus
 
 from .conftest import CANDIDATES, JOB_KIND, build_submission, run_worker
 from .conftest_ask import (

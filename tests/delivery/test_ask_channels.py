@@ -19,8 +19,8 @@ from clarify.models import AuditEvent, Clarification
 from delivery.models import ChatTurn, Delivery
 from delivery.provenance import RESTRICTED_TEASER
 from delivery.restriction import RESTRICTED_CARD_TEXT
-from telha.jobs.models import Job, JobStatus
-from telha.tenancy.models import PersonAlias
+from jobs.models import Job, JobStatus
+from tenancy.models import PersonAlias
 
 from .conftest import JOB_KIND, SPAN_TEXT, run_worker
 from .conftest_ask import (

@@ -10,8 +10,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 import delivery.ask
+from common.times import to_us
 from delivery.ask import answer_question
-from telha.common.times import to_us
 
 from ..graph.test_asof import TX_TO_OR
 from .conftest import build_submission

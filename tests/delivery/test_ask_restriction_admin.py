@@ -9,7 +9,7 @@ from django.test import Client
 from clarify.models import AuditEvent
 from delivery.ask import respond
 from delivery.provenance import RESTRICTED_TEASER
-from telha.graph.models import Source, SourceGroupObjectPermission, SourceVersion
+from graph.models import Source, SourceGroupObjectPermission, SourceVersion
 
 from .conftest import PASSWORD
 from .conftest_ask import MSA_QUESTION

@@ -8,15 +8,15 @@ from typing import Any
 
 import pytest
 
+from common.times import to_us
 from delivery.ask import answer_question, respond
 from delivery.models import ChatTurn
 from delivery.provenance import RESTRICTED_TEASER
 from delivery.questions import END, START, question_parse
 from delivery.retrieval import NEAR_BEST
-from telha.common.times import to_us
-from telha.graph.models import Node, NodeVersion, Source
-from telha.graph.search import ranked
-from telha.graph.services import search_text_for, source_acl_set
+from graph.models import Node, NodeVersion, Source
+from graph.search import ranked
+from graph.services import search_text_for, source_acl_set
 
 from .conftest_ask import source_derived_submission
 

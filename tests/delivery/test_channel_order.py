@@ -10,7 +10,7 @@ from django.test import Client
 from clarify.models import AuditEvent, ClarifyPolicy
 from clarify.policy import policy_for
 from delivery.models import Delivery, DeliveryKind
-from telha.tenancy.models import AliasKind, PersonAlias
+from tenancy.models import AliasKind, PersonAlias
 
 from .conftest import run_worker, submit_with
 

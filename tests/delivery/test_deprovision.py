@@ -14,9 +14,9 @@ from delivery.actions import ANSWERED, card_tap_process
 from delivery.cards import MOVED_ON
 from delivery.models import DeliveryStatus, NonceState
 from identity.services import person_deprovision
-from telha.jobs.models import JobStatus
-from telha.tenancy.models import Person
-from telha.tenancy.services import api_key_create
+from jobs.models import JobStatus
+from tenancy.models import Person
+from tenancy.services import api_key_create
 from tests.conftest import client_for
 from tests.identity.conftest import Scim
 

@@ -19,8 +19,8 @@ from clarify.models import State
 from delivery.actions import ANSWERED, card_action_process
 from delivery.digests import digests_flush
 from delivery.models import DeliveryStatus, NonceState
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_attempt_skip, jobs_sweep
+from jobs.models import Job, JobStatus
+from jobs.services import job_attempt_skip, jobs_sweep
 
 from .conftest import (
     acl_set_unheard,

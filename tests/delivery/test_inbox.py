@@ -9,7 +9,7 @@ from django.test import Client
 
 from clarify.models import AuditEvent, BindingStatus, ResponseRecord, State
 from delivery.models import Delivery, DeliveryStatus
-from telha.graph.models import NodeVersion
+from graph.models import NodeVersion
 
 from .conftest import (
     JUN_2026,

@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from common.codes import SkipReason
 from delivery.cards import Card, Escalation
 from delivery.channels import Channel, Route
 from delivery.plan import (
@@ -25,8 +26,7 @@ from delivery.plan import (
     skip_reason,
     steward_messages,
 )
-from telha.common.codes import SkipReason
-from telha.tenancy.models import Person
+from tenancy.models import Person
 
 
 class Nowhere(Channel):

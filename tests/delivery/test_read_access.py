@@ -24,10 +24,10 @@ from delivery.cards import MOVED_ON
 from delivery.identity import ChatIdentity
 from delivery.inbox import open_cards
 from delivery.models import Delivery, DeliveryStatus, NonceState
-from telha.graph.models import NodeVersion
-from telha.jobs.models import JobStatus
-from telha.tenancy.models import AliasKind, TenantGroup
-from telha.tenancy.services import workspace_load
+from graph.models import NodeVersion
+from jobs.models import JobStatus
+from tenancy.models import AliasKind, TenantGroup
+from tenancy.services import workspace_load
 from tests.conftest import WORKSPACE
 
 from .conftest import build_submission, deliveries, events, job_of, run_worker

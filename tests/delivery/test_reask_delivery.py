@@ -20,8 +20,8 @@ from clarify.stewardship import clarification_reask
 from delivery import worker
 from delivery.actions import ANSWERED, DROPPED, card_action_process
 from delivery.models import Delivery, DeliveryKind, DeliveryStatus, NonceState
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_lease
+from jobs.models import Job, JobStatus
+from jobs.services import job_lease
 
 from .conftest import (
     JOB_KIND,

@@ -14,7 +14,7 @@ from delivery.restriction import (
     gated_card,
     restricted_excerpts_in,
 )
-from telha.graph.models import Source, SourceVersion, Span
+from graph.models import Source, SourceVersion, Span
 
 OLD = "Osprey indemnity cap is 12 million"
 FORMER_CAP = 1000  # the newest-spans list the gate used to consult

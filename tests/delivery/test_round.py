@@ -14,13 +14,13 @@ from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 import delivery.worker
-import telha.jobs.tasks
+import jobs.tasks
 from clarify.models import AuditEvent, Clarification
 from delivery.models import Delivery, DeliveryStatus
 from delivery.plan import Step
 from delivery.worker import handle_leases
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_lease
+from jobs.models import Job, JobStatus
+from jobs.services import job_lease
 
 from .conftest import JOB_KIND, deliveries, events, job_of, run_worker
 
@@ -88,7 +88,7 @@ def test_a_round_does_what_rounds_of_one_lease_do(
 
     before = transaction.savepoint()
     with monkeypatch.context() as one_at_a_time:
-        one_at_a_time.setattr(telha.jobs.tasks, "ROUND_LEASES", 1)
+        one_at_a_time.setattr(jobs.tasks, "ROUND_LEASES", 1)
         assert run_worker() == len(clars)
     one_by_one = outcome(clars, channel)
     transaction.savepoint_rollback(before)

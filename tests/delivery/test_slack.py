@@ -33,12 +33,12 @@ from delivery.slack_blocks import (
     message_blocks,
     validate_message_blocks,
 )
-from telha.graph.models import Node, NodeVersion
-from telha.jobs import tasks
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.tasks import work
-from telha.tenancy.models import PersonAlias
-from telha.tenancy.services import workspace_load
+from graph.models import Node, NodeVersion
+from jobs import tasks
+from jobs.models import Job, JobStatus
+from jobs.tasks import work
+from tenancy.models import PersonAlias
+from tenancy.services import workspace_load
 from tests.factories import JAN_2027, OCT_2026, submission_payload
 
 from .conftest import assert_unavailable, snapshot_rows, written_counts

@@ -10,9 +10,9 @@ from clarify.models import Clarification, State
 from clarify.selectors import needs_steward_attention_q
 from delivery.digests import digests_flush
 from delivery.models import Delivery, DeliveryKind, DeliveryStatus
-from telha.graph.models import Source
-from telha.jobs.models import Job, JobStatus
-from telha.tenancy.models import AliasKind, PersonAlias
+from graph.models import Source
+from jobs.models import Job, JobStatus
+from tenancy.models import AliasKind, PersonAlias
 
 from .conftest import (
     PASSWORD,

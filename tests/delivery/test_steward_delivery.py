@@ -14,8 +14,8 @@ from clarify.routing import skip_reasons
 from delivery.channels import DeliveryError
 from delivery.models import Delivery, DeliveryKind, DeliveryStatus
 from delivery.restriction import RESTRICTED_ESCALATION_TEXT
-from telha.jobs.models import Job, JobStatus
-from telha.tenancy.models import Rights
+from jobs.models import Job, JobStatus
+from tenancy.models import Rights
 
 from .conftest import (
     PASSWORD,

@@ -53,7 +53,7 @@ from delivery.slack_blocks import (
     message_blocks,
     validate_message_blocks,
 )
-from telha.tenancy.models import AliasKind, PersonAlias
+from tenancy.models import AliasKind, PersonAlias
 
 from .conftest import deliveries, events, run_worker, snapshot_rows, written_counts
 

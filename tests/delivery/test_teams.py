@@ -19,11 +19,11 @@ from delivery.channels import configured_channels
 from delivery.channels.teams import TeamsChannel
 from delivery.models import CardAction, Delivery, DeliveryStatus, TeamsConversation
 from delivery.teams_cards import question_card
-from telha.graph.models import NodeVersion
-from telha.jobs import tasks
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.tasks import work
-from telha.tenancy.models import PersonAlias
+from graph.models import NodeVersion
+from jobs import tasks
+from jobs.models import Job, JobStatus
+from jobs.tasks import work
+from tenancy.models import PersonAlias
 
 from .conftest import JOB_KIND, JUL_2026, JUN_2026, OCT_2026, SPAN_TEXT, assert_unavailable
 from .conftest_teams import (

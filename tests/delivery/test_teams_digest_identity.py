@@ -20,7 +20,7 @@ from delivery.cards import Card, CardButton
 from delivery.digests import digests_flush
 from delivery.models import ChatTurn, Delivery, DeliveryStatus, NonceState, TeamsConversation
 from delivery.teams_cards import MAX_DIGEST_CARDS, digest_card
-from telha.tenancy.models import PersonAlias
+from tenancy.models import PersonAlias
 
 from .conftest import JUL_2026, JUN_2026, SPAN_TEXT, submit_with
 from .conftest_ask import MSA_QUESTION

@@ -14,9 +14,9 @@ from clarify.models import AuditEvent, BindingStatus, Clarification, ResponseRec
 from delivery.actions import ANSWERED, DROPPED, MOVED, card_action_process
 from delivery.cards import MOVED_ON
 from delivery.models import Delivery, DeliveryStatus, NonceState
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import jobs_reap
+from graph.models import NodeVersion
+from jobs.models import Job, JobStatus
+from jobs.services import jobs_reap
 
 from .conftest import (
     JOB_KIND,

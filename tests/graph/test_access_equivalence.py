@@ -1,6 +1,6 @@
 """The lean read-access check grants exactly what guardian grants.
 
-`telha.graph.selectors.source_readable_q` (one `EXISTS … OR EXISTS …` over the direct-FK
+`graph.selectors.source_readable_q` (one `EXISTS … OR EXISTS …` over the direct-FK
 permission tables, used by `readable_sources`, `readable_nodes`,
 `readable_clarifications`, and as `source_readable_sql` the answer endpoint's lock)
 replaced guardian's
@@ -26,17 +26,17 @@ from hypothesis import strategies as st
 from clarify.models import Clarification
 from clarify.selectors import readable_clarifications
 from clarify.services import clarification_lock
-from telha.common.errors import NotFound
-from telha.graph.access import people_reading
-from telha.graph.models import Node, Source
-from telha.graph.selectors import (
+from common.errors import NotFound
+from graph.access import people_reading
+from graph.models import Node, Source
+from graph.selectors import (
     readable_nodes,
     readable_sources,
     source_readable_q,
     view_source_permission_id,
 )
-from telha.tenancy.auth import Caller
-from telha.tenancy.models import Person, Rights
+from tenancy.auth import Caller
+from tenancy.models import Person, Rights
 
 from ..factories import (
     NodeFactory,
@@ -328,7 +328,7 @@ def test_permission_cache_survives_recreated_permissions(world, monkeypatch):
     or `flush` between transactional tests emit post_migrate)."""
     from django.core.management.sql import emit_post_migrate_signal
 
-    from telha.graph import access as selectors
+    from graph import access as selectors
 
     first = view_source_permission_id()
     monkeypatch.setattr(selectors, "_view_source_permission_id", first + 10_000)

@@ -12,9 +12,9 @@ from django.test.utils import CaptureQueriesContext
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from telha.graph.models import Node, NodeVersion
-from telha.graph.selectors import node_version_as_of, node_version_visible, versions_visible
-from telha.graph.services import node_update, node_version_write
+from graph.models import Node, NodeVersion
+from graph.selectors import node_version_as_of, node_version_visible, versions_visible
+from graph.services import node_update, node_version_write
 
 from ..factories import NodeFactory, NodeVersionFactory, TenantFactory
 
@@ -116,7 +116,7 @@ def apply(node: Node, ref: Reference, steps, start: int = BASE) -> list[NodeVers
     for marker, (step, (vf, vt)) in enumerate(steps):
         clock += step
         ref.write(clock, vf, vt, marker)
-        with mock.patch("telha.graph.services.now_us", return_value=clock):
+        with mock.patch("graph.services.now_us", return_value=clock):
             written.append(
                 node_version_write(
                     node=node,
@@ -228,7 +228,7 @@ def test_current_query_agrees_with_as_of_now(tenant, steps, valid_at):
 
 
 def write_at(node: Node, clock: int, **fields) -> NodeVersion:
-    with mock.patch("telha.graph.services.now_us", return_value=clock):
+    with mock.patch("graph.services.now_us", return_value=clock):
         return node_version_write(
             node=node,
             labels=fields.get("labels", ["CONTRACT_TERM"]),
@@ -275,7 +275,7 @@ def test_as_of_boundaries_are_half_open(tenant):
 def test_node_update_keeps_everything_but_the_changes(tenant):
     node = NodeFactory(tenant=tenant)
     write_at(node, BASE, labels=["A"], properties={"x": 1}, valid_from=1, valid_to=9)
-    with mock.patch("telha.graph.services.now_us", return_value=BASE + 5):
+    with mock.patch("graph.services.now_us", return_value=BASE + 5):
         v2 = node_update(node=node, valid_to=7, pending=True)
     assert (v2.labels, v2.properties, v2.valid_from, v2.valid_to, v2.pending, v2.seq) == (
         ["A"],

@@ -6,9 +6,9 @@ from django.core.signals import request_started
 from django.db import connection, reset_queries
 from django.test.utils import CaptureQueriesContext
 
-from telha.common.times import now_us
-from telha.graph.models import Node, NodeVersion, Source
-from telha.tenancy.services import api_key_create
+from common.times import now_us
+from graph.models import Node, NodeVersion, Source
+from tenancy.services import api_key_create
 
 from ..conftest import client_for
 from ..factories import JAN_2027, OCT_2026, fact_payload, submission_payload

@@ -1,12 +1,12 @@
-"""Full-text search over facts (telha.graph.search) and `POST /v1/query` with `text` and
+"""Full-text search over facts (graph.search) and `POST /v1/query` with `text` and
 `order` (CONTRACT §3.3): stemmed, case-insensitive, over names, values and span text,
 ranked by relevance, restricted to what the caller may read, maintained on every write."""
 
 import pytest
 from django.db import connection
 
-from telha.graph.models import NodeVersion
-from telha.graph.search import search_terms, versions_search
+from graph.models import NodeVersion
+from graph.search import search_terms, versions_search
 
 from ..factories import fact_payload, written_counts
 
@@ -165,7 +165,7 @@ def test_the_index_is_the_databases_own():
 def test_a_dropped_trigger_is_restored_and_the_index_rebuilt_after_migrate(ingest_client):
     """SQLite's table remake (a later migration altering NodeVersion) drops triggers; the
     post-migrate check puts them back and rebuilds the index from search_text."""
-    from telha.graph.fts import fts_ensure
+    from graph.fts import fts_ensure
 
     assert fts_ensure(connection) is False  # whole: nothing to do
     with connection.cursor() as cursor:

@@ -1,11 +1,11 @@
-"""`VERSIONS_CLOSE_SQL` (telha.graph.sql), the literal statement every version write
+"""`VERSIONS_CLOSE_SQL` (graph.sql), the literal statement every version write
 closes the current versions with, writes what the ORM query it replaces writes."""
 
 import pytest
 from django.db import transaction
 
-from telha.graph.models import NodeVersion
-from telha.graph.sql import versions_close
+from graph.models import NodeVersion
+from graph.sql import versions_close
 
 from ..factories import NodeFactory, NodeVersionFactory
 

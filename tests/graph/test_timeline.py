@@ -5,8 +5,8 @@ drawn on the decide page and the inbox fact page."""
 import re
 from xml.etree import ElementTree
 
-from telha.graph.models import NodeVersion
-from telha.graph.timeline import versions_svg
+from graph.models import NodeVersion
+from graph.timeline import versions_svg
 
 DAY = 86_400_000_000
 JUN_12, OCT_1 = 1_781_222_400_000_000, 1_790_812_800_000_000

@@ -6,7 +6,7 @@ from typing import Any
 import pytest
 from rest_framework.test import APIClient
 
-from telha.tenancy.services import api_key_create
+from tenancy.services import api_key_create
 
 SCIM_JSON = "application/scim+json"
 USER = "urn:ietf:params:scim:schemas:core:2.0:User"

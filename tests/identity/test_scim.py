@@ -9,8 +9,8 @@ import pytest
 from django.contrib.auth import authenticate, get_user_model
 
 from identity.models import ProvisionedUser
-from telha.tenancy.models import Person, PersonAlias, Tenant, TenantGroup
-from telha.tenancy.services import api_key_create, api_key_revoke, workspace_load
+from tenancy.models import Person, PersonAlias, Tenant, TenantGroup
+from tenancy.services import api_key_create, api_key_revoke, workspace_load
 
 from ..conftest import client_for
 from ..factories import fact_payload, written_counts

@@ -14,8 +14,8 @@ import scim2_tester.filling
 from scim2_client.engines.httpx2 import SyncSCIMClient
 from scim2_tester import CheckResult, Status, check_server
 
-from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
-from telha.tenancy.services import api_key_create
+from tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
+from tenancy.services import api_key_create
 
 
 def _client(stack: ExitStack, url: str, slug: str) -> tuple[Tenant, SyncSCIMClient]:

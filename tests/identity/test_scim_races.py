@@ -18,8 +18,8 @@ from django.db import connection
 
 import identity.scim
 import identity.services
-from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
-from telha.tenancy.services import api_key_create
+from tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
+from tenancy.services import api_key_create
 
 from .conftest import Scim, user_body
 

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from telha.tenancy.models import Person, PersonAlias, Tenant
-from telha.tenancy.services import api_key_create, workspace_load
+from tenancy.models import Person, PersonAlias, Tenant
+from tenancy.services import api_key_create, workspace_load
 
 from .conftest import Scim, assert_scim_error, user_body
 

@@ -15,9 +15,9 @@ from django.core.management import call_command
 from django.test import Client
 
 from identity.models import SsoProvider
-from telha.tenancy.forms import AMBIGUOUS_MESSAGE
-from telha.tenancy.models import AliasKind, ApiKey, Person, PersonAlias
-from telha.tenancy.services import workspace_load
+from tenancy.forms import AMBIGUOUS_MESSAGE
+from tenancy.models import AliasKind, ApiKey, Person, PersonAlias
+from tenancy.services import workspace_load
 
 from ..conftest import client_for
 

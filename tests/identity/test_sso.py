@@ -20,8 +20,8 @@ from joserfc.jwk import RSAKey
 
 from identity.models import SsoProvider
 from identity.services import SsoInvalid, person_deprovision, sso_configure
-from telha.tenancy.models import Person
-from telha.tenancy.services import workspace_load
+from tenancy.models import Person
+from tenancy.services import workspace_load
 
 from . import oidc_stub
 from .test_scim import everything

@@ -15,10 +15,10 @@ from django.test import Client
 
 from clarify.models import Clarification
 from delivery.models import Delivery
-from telha.graph.models import Edge, Node, Source, SourceVersion
-from telha.jobs.models import Job
-from telha.jobs.tasks import work
-from telha.tenancy.models import Person, Tenant
+from graph.models import Edge, Node, Source, SourceVersion
+from jobs.models import Job
+from jobs.tasks import work
+from tenancy.models import Person, Tenant
 
 pytestmark = pytest.mark.django_db
 
@@ -53,7 +53,7 @@ def counts() -> dict[str, int]:
 
 
 def run_delivery() -> int:
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         return work("clarify:temporal", max_seconds=10)
 
 

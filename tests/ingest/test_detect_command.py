@@ -16,7 +16,7 @@ from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from telha.ingest.detection.model import day_us
+from ingest.detection.model import day_us
 
 pytestmark = pytest.mark.django_db
 
@@ -142,7 +142,7 @@ def test_a_refused_file_has_its_reason_and_nothing_else(docs, tmp_path):
 
 
 def test_a_file_over_the_size_limit_is_refused_unread(docs, monkeypatch):
-    monkeypatch.setattr("telha.ingest.folder.MAX_FILE_BYTES", 10)
+    monkeypatch.setattr("ingest.folder.MAX_FILE_BYTES", 10)
     [result] = detect_json(str(docs / "contracts" / "nda.txt"))["results"]
     assert result["error"] == "too large: file over 10 MB" and list(result) == [
         "file",

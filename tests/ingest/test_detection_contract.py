@@ -7,11 +7,11 @@ from datetime import date
 
 import pytest
 
-from telha.ingest.detection.contract.forms import lengths, written_dates
-from telha.ingest.detection.contract.passages import find_sites
-from telha.ingest.detection.contract.reading import read_contract
-from telha.ingest.detection.contract.roles import cites_another, in_stamp
-from telha.ingest.detection.text import detect_text
+from ingest.detection.contract.forms import lengths, written_dates
+from ingest.detection.contract.passages import find_sites
+from ingest.detection.contract.reading import read_contract
+from ingest.detection.contract.roles import cites_another, in_stamp
+from ingest.detection.text import detect_text
 
 COVER = "Exhibit 10.4\n\nSUPPLY AGREEMENT\n\n"
 PARTIES = " by and between Northwind Tools, Inc. and Quarry Lane Ltd.\n\n1. Definitions.\n"

@@ -7,9 +7,9 @@ from datetime import date
 
 import pytest
 
-from telha.ingest.detection.model import label, label_with_year
-from telha.ingest.detection.temporal import tag, written_day
-from telha.ingest.detection.text import on_year, written_dates, year_known
+from ingest.detection.model import label, label_with_year
+from ingest.detection.temporal import tag, written_day
+from ingest.detection.text import on_year, written_dates, year_known
 
 
 def find_dates(text: str):

@@ -6,9 +6,9 @@ from datetime import UTC, date, datetime, timedelta
 
 import pytest
 
-from telha.ingest.api.serializers import SubmissionInSerializer
-from telha.ingest.detection.build import FileInput, detect, to_submission
-from telha.ingest.detection.mail import (
+from ingest.api.serializers import SubmissionInSerializer
+from ingest.detection.build import FileInput, detect, to_submission
+from ingest.detection.mail import (
     TOLERANCE,
     detect_email,
     received_times,
@@ -16,8 +16,8 @@ from telha.ingest.detection.mail import (
     rule_missing_date,
     rule_unparseable_date,
 )
-from telha.ingest.detection.model import day_us
-from telha.ingest.services import submission_plan
+from ingest.detection.model import day_us
+from ingest.services import submission_plan
 
 RECEIVED = "Tue, 14 Jul 2026 09:12:44 +0000"
 

@@ -6,10 +6,10 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from telha.ingest.api.serializers import SubmissionInSerializer
-from telha.ingest.detection.build import FileInput, detect, to_submission
-from telha.ingest.detection.model import day_us
-from telha.ingest.detection.tabular import (
+from ingest.api.serializers import SubmissionInSerializer
+from ingest.detection.build import FileInput, detect, to_submission
+from ingest.detection.model import day_us
+from ingest.detection.tabular import (
     DEFAULT_END_COLUMNS,
     DEFAULT_START_COLUMNS,
     MAX_FINDINGS_PER_FILE,
@@ -18,7 +18,7 @@ from telha.ingest.detection.tabular import (
     rule_ambiguous_cell,
     rule_unreadable_cell,
 )
-from telha.ingest.services import submission_plan
+from ingest.services import submission_plan
 
 CELLS = [
     # (id, cell, readings, blank)

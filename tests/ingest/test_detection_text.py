@@ -7,11 +7,11 @@ from datetime import UTC, date, datetime
 
 import pytest
 
-from telha.ingest.api.serializers import SubmissionInSerializer
-from telha.ingest.detection.build import FileInput, UnsupportedFile, detect, to_submission
-from telha.ingest.detection.model import day_us
-from telha.ingest.detection.temporal import tag
-from telha.ingest.detection.text import (
+from ingest.api.serializers import SubmissionInSerializer
+from ingest.detection.build import FileInput, UnsupportedFile, detect, to_submission
+from ingest.detection.model import day_us
+from ingest.detection.temporal import tag
+from ingest.detection.text import (
     detect_text,
     front_matter,
     month_start_after,
@@ -23,7 +23,7 @@ from telha.ingest.detection.text import (
     rule_yearless_date,
     written_dates,
 )
-from telha.ingest.services import submission_plan
+from ingest.services import submission_plan
 
 SEP_1 = date(2026, 9, 1)
 

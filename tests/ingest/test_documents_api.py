@@ -14,11 +14,11 @@ from django.core.management import call_command
 from django.test import Client
 
 from clarify.models import Clarification
-from telha.graph.models import Node, Source
-from telha.ingest.detection.build import MAX_FILE_BYTES
-from telha.ingest.models import Document
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.tasks import work
+from graph.models import Node, Source
+from ingest.detection.build import MAX_FILE_BYTES
+from ingest.models import Document
+from jobs.models import Job, JobStatus
+from jobs.tasks import work
 
 pytestmark = pytest.mark.django_db
 
@@ -52,7 +52,7 @@ def written() -> dict[str, int]:
 def run_ingest_worker() -> int:
     """The in-process `ingest:` worker over the jobs protocol. Connection recycling is off
     (inside a test transaction it would close the test's connection)."""
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         return work("ingest:document", max_seconds=10)
 
 
@@ -260,7 +260,7 @@ def test_the_core_still_decides_when_clarify_is_disabled_after_the_upload(ingest
 
 
 def test_a_worker_supplied_flag_cannot_override_the_core(workspace, settings):
-    from telha.jobs.services import job_enqueue
+    from jobs.services import job_enqueue
 
     settings.CLARIFY = {**settings.CLARIFY, "ENABLED": False}
     job = job_enqueue(

@@ -13,8 +13,8 @@ from django.test import Client
 
 from clarify.models import Clarification, State
 from delivery.models import Delivery
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.tasks import work
+from jobs.models import Job, JobStatus
+from jobs.tasks import work
 
 pytestmark = pytest.mark.django_db
 
@@ -38,7 +38,7 @@ def inbox_only(settings, tmp_path):
 def run(kind: str) -> int:
     """The in-process worker of `kind` over the jobs protocol (connection recycling off:
     inside a test transaction it would close the test's connection)."""
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         return work(kind, max_seconds=10)
 
 

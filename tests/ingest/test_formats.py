@@ -12,11 +12,11 @@ from clarify.models import Clarification
 from clarify.ranking import rank_candidates
 from delivery.cards import build_card
 from delivery.restriction import excerpt_for_chat
-from telha.graph.models import Edge, Node, SourceVersion
-from telha.ingest.detection.build import FileInput, detect
-from telha.ingest.documents import ingest_file, people_by_name
-from telha.ingest.formats import extract, ocr
-from telha.tenancy.models import AliasKind, PersonAlias
+from graph.models import Edge, Node, SourceVersion
+from ingest.detection.build import FileInput, detect
+from ingest.documents import ingest_file, people_by_name
+from ingest.formats import extract, ocr
+from tenancy.models import AliasKind, PersonAlias
 from tests.debian import debian_program
 
 from .docgen import docx_file, html_file, msg_file, pdf_file, scanned_pdf, xlsx_file

@@ -20,12 +20,12 @@ from django.core.management import call_command
 from django.test import Client
 from pypdf import PdfReader
 
-from telha.graph.models import Edge, Node, Source, SourceVersion
-from telha.ingest.detection.build import FileInput
-from telha.ingest.documents import ingest_file
-from telha.ingest.formats import LIMITS, pdf, sniff
-from telha.ingest.models import Document
-from telha.jobs.models import Job, JobStatus
+from graph.models import Edge, Node, Source, SourceVersion
+from ingest.detection.build import FileInput
+from ingest.documents import ingest_file
+from ingest.formats import LIMITS, pdf, sniff
+from ingest.models import Document
+from jobs.models import Job, JobStatus
 
 from .docgen import (
     docx_file,
@@ -247,7 +247,7 @@ def test_too_many_extracted_characters_is_refused_by_the_worker(
     ingest_client, monkeypatch, workspace
 ):
     """The character count is known only once the text is extracted: in the job."""
-    from telha.ingest import formats
+    from ingest import formats
 
     monkeypatch.setattr(formats, "LIMITS", dataclasses.replace(LIMITS, text_chars=20))
     before = graph_counts()
@@ -276,7 +276,7 @@ def test_a_file_the_job_refuses_leaves_only_the_refusal_record(
     """Refused in the job, not the request: the stored file is deleted and nothing is
     written to the graph; the Document row is the refusal record, with the reason, and
     the job (`telha jobs ls`) and the admin's document list say it."""
-    from telha.ingest import formats
+    from ingest import formats
 
     monkeypatch.setattr(formats, "LIMITS", dataclasses.replace(LIMITS, text_chars=20))
     before = graph_counts()

@@ -10,7 +10,7 @@ from django.test import Client
 from django.urls import reverse
 
 from clarify.models import Clarification
-from telha.graph.models import Source
+from graph.models import Source
 
 from .docgen import docx_file, xlsx_file
 from .test_documents_api import media, run_ingest_worker, upload  # noqa: F401
@@ -55,7 +55,7 @@ def test_the_span_excerpt_is_the_phrase_as_extracted(ingested, clarify_client):
 
 
 def test_the_document_view_highlights_every_span_with_a_link(ingested, steward):
-    from telha.ingest.models import Document
+    from ingest.models import Document
 
     document = Document.objects.get()
     page = steward.get(reverse("admin:ingest_document_change", args=[document.pk]))
@@ -74,7 +74,7 @@ def test_the_document_view_highlights_every_span_with_a_link(ingested, steward):
 
 
 def test_a_document_not_yet_extracted_says_so(ingest_client, steward):
-    from telha.ingest.models import Document
+    from ingest.models import Document
 
     assert upload(ingest_client, name="sow.docx", data=SOW).status_code == 202
     document = Document.objects.get()

@@ -14,8 +14,8 @@ from django.core.management import call_command
 from django.core.management.base import CommandError
 
 from clarify.models import Clarification
-from telha.graph.models import Edge, Node, Source, SourceVersion
-from telha.jobs.models import Job
+from graph.models import Edge, Node, Source, SourceVersion
+from jobs.models import Job
 
 pytestmark = pytest.mark.django_db
 
@@ -336,7 +336,7 @@ def test_an_empty_folder(workspace, tmp_path):
 
 
 def test_folders_are_walked_in_path_order_and_streamed(tmp_path):
-    from telha.ingest.folder import iter_files
+    from ingest.folder import iter_files
 
     for name in ("d/b.md", "d/a/x.md", "d/a.md", "d/a/y.csv", "d/a/skip.tiff", "d/c/z.eml"):
         (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
@@ -353,7 +353,7 @@ def test_folders_are_walked_in_path_order_and_streamed(tmp_path):
 
 
 def test_reference_cycles_are_collected_as_the_command_goes(workspace, docs, monkeypatch):
-    import telha.ingest.management.commands.ingest as command
+    import ingest.management.commands.ingest as command
 
     monkeypatch.setattr(command, "GC_EVERY", 2)
     monkeypatch.setattr(command, "BATCH", 2)

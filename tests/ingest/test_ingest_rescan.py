@@ -11,8 +11,8 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-import telha.ingest.folder
-from telha.graph.models import SourceVersion
+import ingest.folder
+from graph.models import SourceVersion
 
 from ..factories import written_counts
 from .test_ingest_command import docs  # noqa: F401 - the fixture
@@ -30,13 +30,13 @@ def run(*args: str) -> dict:
 
 def no_detection(monkeypatch) -> list[str]:
     detected: list[str] = []
-    real = telha.ingest.folder.ingest_prepare
+    real = ingest.folder.ingest_prepare
 
     def spy(**kwargs):
         detected.append(kwargs["file"].name)
         return real(**kwargs)
 
-    monkeypatch.setattr(telha.ingest.folder, "ingest_prepare", spy)
+    monkeypatch.setattr(ingest.folder, "ingest_prepare", spy)
     return detected
 
 

@@ -5,8 +5,8 @@ node, node version, edge, clarification, audit event or job behind."""
 import pytest
 
 import clarify.services
-import telha.ingest.batch
-from telha.graph.models import Edge, Source
+import ingest.batch
+from graph.models import Edge, Source
 
 from ..factories import submission_payload, written_counts
 
@@ -53,9 +53,9 @@ FAULTS = {
     # spans, grants and nodes
     "fact node version": lambda mp: fail_on_fact_versions(mp),
     # resolving the PERSON node, after the source, its version, spans and grants
-    "person node resolution": lambda mp: fail_on_call(mp, telha.ingest.batch, "_known_people"),
+    "person node resolution": lambda mp: fail_on_call(mp, ingest.batch, "_known_people"),
     "edge creation": lambda mp: fail_on_call(mp, Edge.objects, "bulk_create"),
-    "clarification opening": lambda mp: fail_on_call(mp, telha.ingest.batch, "clarifications_open"),
+    "clarification opening": lambda mp: fail_on_call(mp, ingest.batch, "clarifications_open"),
     # inside clarifications_open: the clarification and its audit event exist by then
     "routing job enqueue": lambda mp: fail_on_call(mp, clarify.services, "jobs_enqueue"),
 }
@@ -63,7 +63,7 @@ FAULTS = {
 
 def fail_on_fact_versions(monkeypatch) -> dict[str, bool]:
     """Make the batch's node_versions_write raise `Fault` on the call writing a fact."""
-    original = telha.ingest.batch.node_versions_write
+    original = ingest.batch.node_versions_write
     state = {"fired": False}
 
     def wrapper(writes):
@@ -72,7 +72,7 @@ def fail_on_fact_versions(monkeypatch) -> dict[str, bool]:
             raise Fault("node_versions_write failed")
         return original(writes)
 
-    monkeypatch.setattr(telha.ingest.batch, "node_versions_write", wrapper)
+    monkeypatch.setattr(ingest.batch, "node_versions_write", wrapper)
     return state
 
 

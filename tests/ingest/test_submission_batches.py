@@ -7,11 +7,11 @@ import pytest
 from django.db import IntegrityError, connection
 from django.test.utils import CaptureQueriesContext
 
-import telha.ingest.batch
+import ingest.batch
 from clarify.models import AuditEvent, Clarification
-from telha.graph.models import Edge, Node, Source, SourceGroupObjectPermission
-from telha.ingest.services import submission_plan, submissions_apply
-from telha.jobs.models import Job
+from graph.models import Edge, Node, Source, SourceGroupObjectPermission
+from ingest.services import submission_plan, submissions_apply
+from jobs.models import Job
 
 from ..factories import written_counts
 from .test_submission_statements import one_node
@@ -46,14 +46,14 @@ def test_statements_per_batch_do_not_grow_with_its_documents(workspace, people):
 
 
 def test_a_failing_document_rolls_back_alone_and_is_reported(workspace, people, monkeypatch):
-    original = telha.ingest.batch.node_versions_write
+    original = ingest.batch.node_versions_write
 
     def fail_for_b(writes):
         if any(w.properties.get("name") == "b" for w in writes):
             raise IntegrityError("injected for b")
         return original(writes)
 
-    monkeypatch.setattr(telha.ingest.batch, "node_versions_write", fail_for_b)
+    monkeypatch.setattr(ingest.batch, "node_versions_write", fail_for_b)
     applied = submissions_apply(tenant=workspace, plans=plans("a", "b", "c"))
     assert applied[0].error is None and applied[2].error is None
     assert isinstance(applied[1].error, IntegrityError)
@@ -67,7 +67,7 @@ def test_every_document_failing_writes_nothing(workspace, people, monkeypatch):
     def always(writes):
         raise IntegrityError("injected")
 
-    monkeypatch.setattr(telha.ingest.batch, "node_versions_write", always)
+    monkeypatch.setattr(ingest.batch, "node_versions_write", always)
     before = written_counts()
     applied = submissions_apply(tenant=workspace, plans=plans("a", "b"))
     assert all(isinstance(a.error, IntegrityError) for a in applied)

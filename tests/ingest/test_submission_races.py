@@ -10,8 +10,8 @@ import pytest
 from django.db import connection
 
 from clarify.models import Clarification
-from telha.graph.models import Node, Source, SourceVersion
-from telha.ingest.services import submission_plan, submissions_apply
+from graph.models import Node, Source, SourceVersion
+from ingest.services import submission_plan, submissions_apply
 
 from .test_submission_statements import one_node
 

@@ -7,8 +7,8 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from telha.graph.models import Edge, Node, NodeVersion, Source, SourceGroupObjectPermission, Span
-from telha.ingest.services import submission_apply, submission_plan
+from graph.models import Edge, Node, NodeVersion, Source, SourceGroupObjectPermission, Span
+from ingest.services import submission_apply, submission_plan
 
 from ..factories import written_counts
 

@@ -7,9 +7,9 @@ import copy
 import pytest
 
 from clarify.models import Clarification
-from telha.common.times import MAX_US
-from telha.graph.models import Edge, Node, NodeVersion, Source, SourceVersion, Span
-from telha.tenancy.services import api_key_create, workspace_load
+from common.times import MAX_US
+from graph.models import Edge, Node, NodeVersion, Source, SourceVersion, Span
+from tenancy.services import api_key_create, workspace_load
 
 from ..conftest import WORKSPACE, client_for
 from ..factories import (

@@ -6,9 +6,9 @@ import copy
 
 import pytest
 
-from telha.graph.models import Edge, Node, Source
-from telha.tenancy.models import Person, PersonAlias
-from telha.tenancy.services import api_key_create, workspace_load
+from graph.models import Edge, Node, Source
+from tenancy.models import Person, PersonAlias
+from tenancy.services import api_key_create, workspace_load
 
 from ..conftest import WORKSPACE, client_for
 from ..factories import PersonFactory, fact_payload, submission_payload, written_counts

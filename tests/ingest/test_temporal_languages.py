@@ -1,5 +1,5 @@
 """Other languages are tables, not code (issue 29, item 6): the German table that ships
-(telha/ingest/detection/temporal/lang/de.py) tags German text with the same readers as
+(ingest/detection/temporal/lang/de.py) tags German text with the same readers as
 English, and a language that does not ship — a few lines of French written here — works
 as soon as its table is registered."""
 
@@ -7,9 +7,9 @@ from datetime import date
 
 import pytest
 
-from telha.ingest.detection.temporal import tag
-from telha.ingest.detection.temporal.grammar import grammar, language_register
-from telha.ingest.detection.temporal.lang import REGISTERED, Language, Rule, language
+from ingest.detection.temporal import tag
+from ingest.detection.temporal.grammar import grammar, language_register
+from ingest.detection.temporal.lang import REGISTERED, Language, Rule, language
 
 REF = date(2026, 5, 20)  # a Wednesday
 

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from telha.ingest.detection.temporal import tag
-from telha.ingest.detection.temporal import tagger as tagger_module
-from telha.ingest.detection.temporal.grammar import grammar
+from ingest.detection.temporal import tag
+from ingest.detection.temporal import tagger as tagger_module
+from ingest.detection.temporal.grammar import grammar
 
 try:  # Python 3.11+: the parser the `re` module compiles with
     from re import _constants as sre_constants
@@ -238,7 +238,7 @@ HANG_GUARD = """
 import sys
 from datetime import date
 sys.path.insert(0, {repo!r})
-from telha.ingest.detection.temporal import tag
+from ingest.detection.temporal import tag
 for unit in {units!r}:
     tag(unit * (100_000 // len(unit)), reference=date(2026, 1, 1))
 print("done")

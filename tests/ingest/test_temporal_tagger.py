@@ -8,8 +8,8 @@ from datetime import date
 
 import pytest
 
-from telha.ingest.detection.temporal import Period, day_of, tag, written_day
-from telha.ingest.detection.temporal.grammar import grammar
+from ingest.detection.temporal import Period, day_of, tag, written_day
+from ingest.detection.temporal.grammar import grammar
 
 REF = date(2013, 3, 22)  # a Friday, ISO week 12, Q1
 

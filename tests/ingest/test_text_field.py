@@ -4,7 +4,7 @@
 import pytest
 from rest_framework import serializers
 
-from telha.common.fields import LongTextField
+from common.fields import LongTextField
 
 
 @pytest.mark.parametrize(

@@ -13,9 +13,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.test import Client
 
 from clarify.models import Clarification, ResponseRecord
-from telha.graph.models import Node, Source
-from telha.ingest.models import Document
-from telha.jobs.models import Job, JobStatus
+from graph.models import Node, Source
+from ingest.models import Document
+from jobs.models import Job, JobStatus
 
 from .test_documents_api import media, run_ingest_worker, upload  # noqa: F401
 
@@ -193,7 +193,7 @@ def test_naming_an_external_id_makes_a_new_version_under_the_new_acl(ingest_clie
 def test_a_new_version_refused_by_its_job_leaves_the_source_and_its_acl(
     ingest_client, person_client, monkeypatch
 ):
-    from telha.ingest import formats
+    from ingest import formats
 
     upload_as(ingest_client, "legal", externalId="reports/q3")
     run_ingest_worker()

@@ -15,10 +15,10 @@ from django.db import connection
 from django.utils import timezone
 
 from clarify.models import Clarification
-from telha.jobs import policies
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_enqueue
-from telha.tenancy.services import api_key_create, workspace_load
+from jobs import policies
+from jobs.models import Job, JobStatus
+from jobs.services import job_enqueue
+from tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
 from tests.submissions import Submission
 

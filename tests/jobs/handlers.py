@@ -6,8 +6,8 @@ process that reaps it agree on the kind's TTL and backoff."""
 
 import time
 
-from telha.jobs.policies import KindPolicy, register_kind
-from telha.jobs.services import Lease, job_complete
+from jobs.policies import KindPolicy, register_kind
+from jobs.services import Lease, job_complete
 
 SLOW_KIND = "ingest:slow"
 SLOW_LEASE_SECONDS = 5

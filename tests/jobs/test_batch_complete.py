@@ -4,9 +4,9 @@ Runs on whichever database the suite runs on (SQLite locally, PostgreSQL in CI).
 
 import pytest
 
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_complete, job_enqueue, job_lease, jobs_complete_batch
-from telha.tenancy.models import Tenant
+from jobs.models import Job, JobStatus
+from jobs.services import job_complete, job_enqueue, job_lease, jobs_complete_batch
+from tenancy.models import Tenant
 
 pytestmark = pytest.mark.django_db
 

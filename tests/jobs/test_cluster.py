@@ -1,4 +1,4 @@
-"""django-q2 executes the lease queue: the in-process worker loop (`telha.jobs.tasks.work`),
+"""django-q2 executes the lease queue: the in-process worker loop (`jobs.tasks.work`),
 and a real `qcluster` process killed with SIGKILL mid-lease loses no job."""
 
 import os
@@ -15,9 +15,9 @@ import pytest
 from django.db import connection
 from django.utils import timezone
 
-from telha.jobs import dispatch, tasks
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import job_lease, jobs_reap
+from jobs import dispatch, tasks
+from jobs.models import Job, JobStatus
+from jobs.services import job_lease, jobs_reap
 
 from . import handlers
 from .conftest import now, postgres_only, row, wait_until_runnable
@@ -83,7 +83,7 @@ def test_kick_queues_the_worker_only_for_served_kinds(settings):
     dispatch.kick("ingest:rec")
     [queued] = OrmQ.objects.all()
     assert queued.key == "telha-ingest"
-    assert (queued.task["func"], queued.task["args"]) == ("telha.jobs.tasks.work", ("ingest:rec",))
+    assert (queued.task["func"], queued.task["args"]) == ("jobs.tasks.work", ("ingest:rec",))
     settings.JOBS_DISPATCH = False
     dispatch.kick("ingest:rec")
     assert OrmQ.objects.count() == 1

@@ -19,9 +19,9 @@ from django_q.models import OrmQ, Task
 from django_q.signing import SignedPackage
 from django_q.tasks import async_task
 
-from telha.jobs import checks, dispatch, tasks
-from telha.jobs.models import JobStatus
-from telha.jobs.services import jobs_sweep
+from jobs import checks, dispatch, tasks
+from jobs.models import JobStatus
+from jobs.services import jobs_sweep
 
 from .conftest import postgres_only, row
 from .test_cluster import ROOT, _database_url, _wait_for
@@ -63,7 +63,7 @@ def test_a_queued_task_is_a_row_of_the_default_database(settings):
     settings.JOBS_DISPATCH = True
     dispatch.kick("clarify:rec")
     [queued] = OrmQ.objects.using("default").all()
-    assert queued.task["func"] == "telha.jobs.tasks.work"
+    assert queued.task["func"] == "jobs.tasks.work"
     assert queued.task["ack_failure"] is True  # ack_failures: a failed task is not redelivered
 
 
@@ -105,7 +105,7 @@ def test_kicks_go_to_the_audiences_cluster_from_web_and_from_a_clusters_sweep(
     assert sorted(queued()) == sorted(expected)
     # Every queued payload is signed with the site's salt: any cluster can read it.
     for q in OrmQ.objects.all():
-        assert SignedPackage.loads(q.payload)["func"] == "telha.jobs.tasks.work"
+        assert SignedPackage.loads(q.payload)["func"] == "jobs.tasks.work"
 
 
 @pytest.mark.django_db(transaction=True)
@@ -163,7 +163,7 @@ from django.core import checks
 from django_q.brokers import get_broker
 from django_q.conf import Conf
 from django_q.signing import SignedPackage
-from telha.jobs import dispatch
+from jobs import dispatch
 
 task = SignedPackage.loads(sys.stdin.read())
 kinds = ("clarify:rec", "ingest:rec", "embed:rec")
@@ -183,7 +183,7 @@ print(json.dumps({
 def _cluster_process(**env: str) -> dict:
     """What a process started as `Q_CLUSTER_NAME=… telha qcluster` sees, given a task
     package signed here (in a web-configured process)."""
-    pack = SignedPackage.dumps({"func": "telha.jobs.tasks.work", "args": ("clarify:rec",)})
+    pack = SignedPackage.dumps({"func": "jobs.tasks.work", "args": ("clarify:rec",)})
     out = subprocess.run(
         [sys.executable, "-c", CHILD],
         input=pack,
@@ -211,7 +211,7 @@ def test_a_per_audience_cluster_reads_what_the_web_signed_and_routes_the_same_wa
         "telha-clarify",
         "telha-clarify",
     )
-    assert seen["task"] == ["telha.jobs.tasks.work", ["clarify:rec"]]
+    assert seen["task"] == ["jobs.tasks.work", ["clarify:rec"]]
     assert SignedPackage.loads(seen["signed"]) == {"func": "from-the-cluster"}
     assert seen["routes"] == {
         "clarify:rec": "telha-clarify",
@@ -275,7 +275,7 @@ def test_two_clusters_each_run_their_own_audience(settings, enqueue, tmp_path):
         # That cluster reads it (same salt) and leaves the ingest job alone.
         [stray] = enqueue("ingest:rec")
         task_id = async_task(
-            "telha.jobs.tasks.work", "ingest:rec", q_options={"cluster": "telha-clarify"}
+            "jobs.tasks.work", "ingest:rec", q_options={"cluster": "telha-clarify"}
         )
         _wait_for(
             lambda: Task.objects.filter(id=task_id).exists(), 60, "the stray task", log_tail()

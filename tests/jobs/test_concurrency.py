@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 from django.db import connection
 
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import (
+from jobs.models import Job, JobStatus
+from jobs.services import (
     LeaseLost,
     job_complete,
     job_enqueue,

@@ -6,8 +6,8 @@ import pytest
 
 from clarify.models import AuditEvent, State
 from clarify.routing import candidate_for_attempt
-from telha.jobs.models import JobStatus
-from telha.jobs.services import jobs_reap, jobs_windows_ended
+from jobs.models import JobStatus
+from jobs.services import jobs_reap, jobs_windows_ended
 
 from .conftest import (
     assert_error,

@@ -6,8 +6,8 @@ import threading
 import pytest
 from django.db import connection, transaction
 
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import jobs_finish_for_subject
+from jobs.models import Job, JobStatus
+from jobs.services import jobs_finish_for_subject
 
 from .conftest import postgres_only
 

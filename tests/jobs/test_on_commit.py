@@ -10,9 +10,9 @@ from django.core.files.uploadedfile import SimpleUploadedFile
 from django.db import transaction
 from django_q.models import OrmQ
 
-from telha.jobs import dispatch
-from telha.jobs.models import Job
-from telha.jobs.services import job_enqueue
+from jobs import dispatch
+from jobs.models import Job
+from jobs.services import job_enqueue
 
 from .conftest import post, submission
 
@@ -55,7 +55,7 @@ def _upload(client):
     ("call", "kind", "queue"),
     [
         (_submit, "clarify:temporal", "telha-clarify"),  # clarify/services.py, via ingest
-        (_upload, "ingest:document", "telha-ingest"),  # telha/ingest/uploads.py
+        (_upload, "ingest:document", "telha-ingest"),  # ingest/uploads.py
     ],
 )
 def test_the_kick_waits_for_the_commit(
@@ -69,7 +69,7 @@ def test_the_kick_waits_for_the_commit(
     assert queued() == []
     for callback in callbacks:  # the kick, and /metrics counting the audit events
         callback()
-    assert queued() == [(queue, "telha.jobs.tasks.work", (kind,))]
+    assert queued() == [(queue, "jobs.tasks.work", (kind,))]
 
 
 @pytest.mark.django_db
@@ -115,7 +115,7 @@ def test_job_enqueue_and_its_kick_commit_together(workspace, settings):
         job_enqueue(tenant=workspace, kind="ingest:rec", payload={})
         transaction.on_commit(partial(dispatch.kick, "ingest:rec"))
         assert queued() == []
-    assert queued() == [("telha-ingest", "telha.jobs.tasks.work", ("ingest:rec",))]
+    assert queued() == [("telha-ingest", "jobs.tasks.work", ("ingest:rec",))]
 
     OrmQ.objects.all().delete()
     with pytest.raises(Rollback), transaction.atomic():
@@ -131,7 +131,7 @@ def test_a_submission_kicks_once_its_transaction_commits(ingest_client, people):
     with transaction.atomic():
         assert _submit(ingest_client, 1).status_code == 201
         assert queued() == []
-    assert queued() == [("telha-clarify", "telha.jobs.tasks.work", ("clarify:temporal",))]
+    assert queued() == [("telha-clarify", "jobs.tasks.work", ("clarify:temporal",))]
 
     with pytest.raises(Rollback), transaction.atomic():
         assert _submit(ingest_client, 2).status_code == 201

@@ -10,10 +10,10 @@ import pytest
 from django.utils import timezone
 
 from clarify.models import AuditEvent, State
-from telha.common.codes import ATTEMPT_SKIPS
-from telha.common.times import to_us
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import (
+from common.codes import ATTEMPT_SKIPS
+from common.times import to_us
+from jobs.models import Job, JobStatus
+from jobs.services import (
     JobKindForbidden,
     job_advance,
     job_complete,

@@ -11,10 +11,10 @@ from django.core.management import call_command
 from django.utils import timezone
 from django_q.models import OrmQ, Schedule
 
-from telha.jobs.apps_schedule import ensure_sweep_schedule
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.policies import backoff_seconds, policy_for_kind
-from telha.jobs.services import job_fail, job_lease, jobs_reap, jobs_sweep
+from jobs.apps_schedule import ensure_sweep_schedule
+from jobs.models import Job, JobStatus
+from jobs.policies import backoff_seconds, policy_for_kind
+from jobs.services import job_fail, job_lease, jobs_reap, jobs_sweep
 
 from .conftest import SLACK, expire_lease, job_rows, make_runnable, now, register_test_kind, row
 
@@ -226,9 +226,9 @@ def test_sweep_kicks_the_worker_of_each_ready_kind(settings, workspace, enqueue)
 
     assert result["reaped"] == 0
     assert sorted(result["kicked"]) == ["ingest:kick", "ingest:nobody-serves-me"]
-    # Only the served kind woke a django-q2 task: telha.jobs.tasks.work("ingest:kick").
+    # Only the served kind woke a django-q2 task: jobs.tasks.work("ingest:kick").
     tasks = [q.task for q in OrmQ.objects.order_by("id")][queued:]
-    assert [(t["func"], t["args"]) for t in tasks] == [("telha.jobs.tasks.work", ("ingest:kick",))]
+    assert [(t["func"], t["args"]) for t in tasks] == [("jobs.tasks.work", ("ingest:kick",))]
 
 
 def test_sweep_kicks_nothing_when_dispatch_is_off(settings, workspace, enqueue):
@@ -308,7 +308,7 @@ def test_jobs_ls_plain_text(workspace, enqueue):
 
 def test_the_sweep_schedule_exists_after_migrations(db):
     schedule = Schedule.objects.get(name="telha-jobs-sweep")
-    assert schedule.func == "telha.jobs.tasks.sweep"
+    assert schedule.func == "jobs.tasks.sweep"
     assert schedule.schedule_type == Schedule.MINUTES
     assert schedule.minutes == 1
     assert schedule.repeats == -1

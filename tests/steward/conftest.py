@@ -26,12 +26,12 @@ from clarify.models import (
     ResponseRecord,
 )
 from delivery.models import CardAction, Delivery
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job, JobStatus
-from telha.jobs.services import jobs_reap
-from telha.jobs.tasks import work
-from telha.tenancy.models import Person
-from telha.tenancy.services import api_key_create, workspace_load
+from graph.models import NodeVersion
+from jobs.models import Job, JobStatus
+from jobs.services import jobs_reap
+from jobs.tasks import work
+from tenancy.models import Person
+from tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
 from tests.submissions import contract_term
 
@@ -126,10 +126,10 @@ def job_of(clar: Clarification, **filters: Any) -> Job:
 
 
 def run_worker() -> int:
-    """One pass of the in-process delivery worker (`telha.jobs.tasks.work`). Its per-loop
+    """One pass of the in-process delivery worker (`jobs.tasks.work`). Its per-loop
     `close_old_connections()` is switched off, as Django's test client does for requests:
     inside a test transaction it would close the test's own connection (PostgreSQL)."""
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         return work(JOB_KIND, max_seconds=5)
 
 
@@ -321,8 +321,8 @@ def bulk_clarifications(
 ) -> list[Clarification]:
     """`n` clarifications, each about its own fact node, written directly (fast set-up for
     query-count checks): one source version, n nodes, n node versions, n clarifications."""
-    from telha.common.times import now_us
-    from telha.graph.models import Node, Source, SourceVersion
+    from common.times import now_us
+    from graph.models import Node, Source, SourceVersion
 
     source = Source.objects.create(
         tenant=tenant,

@@ -67,7 +67,7 @@ def _uploads(acme: Any) -> None:
     aliceacme.test-notes.txt); their content does not name her."""
     from django.core.files.base import ContentFile
 
-    from telha.ingest.uploads import document_upload
+    from ingest.uploads import document_upload
 
     for name in ("Alice Author CV.txt", "Alice Author CV.txt", "alice@acme.test-notes.txt"):
         doc = document_upload(tenant=acme, filename=name, content=ContentFile(b"A CV."), size=5)
@@ -78,7 +78,7 @@ def _uploads(acme: Any) -> None:
 def _world() -> dict[str, Any]:
     from rest_framework.test import APIClient
 
-    from telha.tenancy.services import api_key_create, workspace_load
+    from tenancy.services import api_key_create, workspace_load
     from tests.factories import submission_payload
 
     alice = {

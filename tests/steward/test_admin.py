@@ -23,12 +23,12 @@ from clarify.models import (
     State,
 )
 from delivery.models import Delivery
-from telha.graph.models import NodeVersion, Source
-from telha.ingest.uploads import document_upload
-from telha.jobs.models import Job, JobStatus
-from telha.tenancy.models import ApiKey, Person
-from telha.tenancy.services import api_key_create, workspace_load
-from telha.tenancy.steward_admin import TenantScopedAdmin
+from graph.models import NodeVersion, Source
+from ingest.uploads import document_upload
+from jobs.models import Job, JobStatus
+from tenancy.models import ApiKey, Person
+from tenancy.services import api_key_create, workspace_load
+from tenancy.steward_admin import TenantScopedAdmin
 
 from .conftest import (
     JUN_2026,

@@ -14,7 +14,7 @@ import re
 import pytest
 
 from clarify.models import Clarification, State
-from telha.graph.models import NodeVersion
+from graph.models import NodeVersion
 
 from .conftest import JUN_2026, STEWARD_PASSWORD, submit_with
 

@@ -9,8 +9,8 @@ from django.core.management.base import CommandError
 
 from clarify.models import Clarification, ClarifyPolicy, ResponseRecord, State
 from delivery.models import Delivery
-from telha.graph.models import NodeVersion
-from telha.jobs.models import JobStatus
+from graph.models import NodeVersion
+from jobs.models import JobStatus
 
 from .conftest import (
     JUN_2026,

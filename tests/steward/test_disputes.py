@@ -22,9 +22,9 @@ from clarify.models import (
 )
 from clarify.selectors import needs_steward_attention_q
 from clarify.stewardship import clarification_reask
-from telha.common.errors import Conflict, NotFound
-from telha.graph.models import NodeVersion
-from telha.jobs.models import Job, JobStatus
+from common.errors import Conflict, NotFound
+from graph.models import NodeVersion
+from jobs.models import Job, JobStatus
 
 from .conftest import (
     CANDIDATES,
@@ -350,7 +350,7 @@ def test_a_reask_wakes_the_workers_once_after_commit(
     assert kicks() == []
     for callback in callbacks:  # the kick, and /metrics counting the audit events
         callback()
-    assert kicks() == [("telha.jobs.tasks.work", ("clarify:temporal",))]
+    assert kicks() == [("jobs.tasks.work", ("clarify:temporal",))]
 
 
 @override_settings(JOBS_DISPATCH=True)

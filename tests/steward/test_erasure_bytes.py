@@ -19,8 +19,8 @@ from clarify.models import AuditEvent
 from delivery.actions import DROPPED, CardTap, card_tap_process
 from delivery.identity import ChatIdentity
 from delivery.models import Delivery
-from telha.tenancy.models import Person
-from telha.tenancy.services import api_key_create, workspace_load
+from tenancy.models import Person
+from tenancy.services import api_key_create, workspace_load
 from tests.conftest import client_for
 
 from .conftest import PASSWORD, cli, run_worker, submit_with

@@ -26,13 +26,13 @@ from clarify.stewardship import (
 from delivery.actions import ANSWERED, DROPPED, card_action_process
 from delivery.ask import respond
 from delivery.models import CardAction, ChatTurn, Delivery, TeamsConversation
+from graph.models import Node, NodeVersion
+from ingest.models import Document
+from ingest.uploads import document_upload
+from jobs.models import JobStatus
 from privacy.filenames import FileNameSubject
-from telha.graph.models import Node, NodeVersion
-from telha.ingest.models import Document
-from telha.ingest.uploads import document_upload
-from telha.jobs.models import JobStatus
-from telha.tenancy.models import ApiKey, Person, PersonAlias
-from telha.tenancy.services import workspace_load
+from tenancy.models import ApiKey, Person, PersonAlias
+from tenancy.services import workspace_load
 
 from .conftest import (
     JUN_2026,
@@ -548,8 +548,8 @@ def test_an_uploads_source_id_naming_the_person_is_erased_on_both_sides(people, 
     on a document whose job has not run yet, on the document alone."""
     from unittest import mock
 
-    from telha.graph.models import Source
-    from telha.jobs.tasks import work
+    from graph.models import Source
+    from jobs.tasks import work
 
     settings.MEDIA_ROOT = str(tmp_path)
     workspace = people["alice"].tenant
@@ -560,7 +560,7 @@ def test_an_uploads_source_id_naming_the_person_is_erased_on_both_sides(people, 
         size=24,
         external_id="people/alice-author/cv",
     )
-    with mock.patch("telha.jobs.tasks.close_old_connections", lambda: None):
+    with mock.patch("jobs.tasks.close_old_connections", lambda: None):
         assert work("ingest:document", max_seconds=5) == 1
     waiting = document_upload(
         tenant=workspace,

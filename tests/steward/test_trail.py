@@ -8,7 +8,7 @@ import uuid
 from clarify.admin import SEVERITY_COLOURS, STATE_COLOURS
 from clarify.models import Clarification
 from clarify.trail import ERASED, NOT_SHOWN, TrailNames, label
-from telha.common.times import iso
+from common.times import iso
 
 from .conftest import JUN_2026, change_url
 from .test_admin import act, page

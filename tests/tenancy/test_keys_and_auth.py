@@ -15,10 +15,10 @@ from rest_framework.response import Response
 from rest_framework.test import APIRequestFactory
 from rest_framework.views import APIView
 
-from telha.common.errors import DomainError, InvalidInput
-from telha.tenancy.auth import caller_for_key, caller_of
-from telha.tenancy.models import ApiKey, Person
-from telha.tenancy.services import api_key_create, api_key_revoke, hash_key, workspace_load
+from common.errors import DomainError, InvalidInput
+from tenancy.auth import caller_for_key, caller_of
+from tenancy.models import ApiKey, Person
+from tenancy.services import api_key_create, api_key_revoke, hash_key, workspace_load
 
 from ..conftest import WORKSPACE, client_for
 from ..factories import fact_payload, submission_payload, written_counts

@@ -13,8 +13,8 @@ from django.db import transaction
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from telha.tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
-from telha.tenancy.services import WorkspaceInvalid, workspace_load
+from tenancy.models import AliasKind, Person, PersonAlias, Tenant, TenantGroup
+from tenancy.services import WorkspaceInvalid, workspace_load
 
 from ..conftest import WORKSPACE
 

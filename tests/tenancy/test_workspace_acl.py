@@ -8,10 +8,10 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-from telha.graph.models import SourceGroupObjectPermission, SourceUserObjectPermission
-from telha.graph.services import source_acls_sync
-from telha.tenancy.models import Person
-from telha.tenancy.services import WorkspaceInvalid, api_key_create, workspace_load
+from graph.models import SourceGroupObjectPermission, SourceUserObjectPermission
+from graph.services import source_acls_sync
+from tenancy.models import Person
+from tenancy.services import WorkspaceInvalid, api_key_create, workspace_load
 
 from ..conftest import WORKSPACE, client_for
 from ..factories import fact_payload, written_counts

@@ -6,8 +6,8 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clarify.models import AuditEvent
-from telha.common.times import TimeParseError, iso, parse_us
-from telha.tenancy.models import Tenant
+from common.times import TimeParseError, iso, parse_us
+from tenancy.models import Tenant
 
 
 class Command(BaseCommand):

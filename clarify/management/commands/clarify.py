@@ -21,9 +21,9 @@ from clarify.reports import clarification_detail, clarification_row, target_name
 from clarify.selectors import needs_steward_attention_q
 from clarify.services import clarification_answer
 from clarify.stewardship import clarification_override, erase_person_attribution
-from telha.common.errors import DomainError
-from telha.common.times import TimeParseError, iso, parse_us
-from telha.tenancy.models import Person, Rights, Tenant
+from common.errors import DomainError
+from common.times import TimeParseError, iso, parse_us
+from tenancy.models import Person, Rights, Tenant
 
 
 def _tenant(slug: str | None) -> Tenant | None:

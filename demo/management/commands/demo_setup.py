@@ -9,10 +9,10 @@ from django.conf import settings
 from django.core.management.base import BaseCommand, CommandParser
 
 from clarify.models import ClarifyPolicy
-from telha.ingest.detection.build import FileInput
-from telha.ingest.documents import IngestOptions, ingest_file, people_by_name
-from telha.ingest.formats import SUPPORTED
-from telha.tenancy.services import workspace_load
+from ingest.detection.build import FileInput
+from ingest.documents import IngestOptions, ingest_file, people_by_name
+from ingest.formats import SUPPORTED
+from tenancy.services import workspace_load
 
 DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 # Folders without front-matter ACLs get these readers.

@@ -6,9 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.errors import DomainError
 from identity.services import sso_configure
-from telha.common.errors import DomainError
-from telha.tenancy.models import Tenant
+from tenancy.models import Tenant
 
 
 class Command(BaseCommand):

@@ -6,7 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from privacy.erasure import person_erase
-from telha.tenancy.models import Person, Tenant
+from tenancy.models import Person, Tenant
 
 
 class Command(BaseCommand):

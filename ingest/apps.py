@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class IngestConfig(AppConfig):
+    name = "ingest"
+    label = "ingest"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,7 +1,0 @@
-from django.apps import AppConfig
-
-
-class IngestConfig(AppConfig):
-    name = "telha.ingest"
-    label = "ingest"
-    default_auto_field = "django.db.models.BigAutoField"
