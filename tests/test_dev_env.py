@@ -19,6 +19,7 @@ import subprocess
 import sys
 import sysconfig
 import time
+import tomllib
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -139,7 +140,11 @@ def _files() -> list[str]:
         capture_output=True,
         check=True,
     ).stdout.decode()
-    wanted = ("telha/", "clarify/", "delivery/", "identity/", "templates/", "demo/", "privacy/")
+    # The product's packages as pyproject.toml installs them, and the templates.
+    include = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"][
+        "packages"
+    ]["find"]["include"]
+    wanted = (*(f"{name.rstrip('*')}/" for name in include), "templates/")
     return [
         f
         for f in listed.split("\0")

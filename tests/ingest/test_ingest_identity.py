@@ -14,9 +14,9 @@ import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-import ingest.folder
 from clarify.models import Clarification
 from graph.models import Source, SourceVersion
+from ingest import folder as ingest_folder
 from ingest.folder import OutsideRoot, files_read, source_external_id
 from ingest.formats import Refused
 from jobs.models import Job
@@ -108,13 +108,13 @@ def test_the_root_decides_the_identity(workspace, tree, monkeypatch):
 def test_a_rescan_named_another_way_is_recognised_before_detection(workspace, tree, monkeypatch):
     ingest("docs")
     detected: list[str] = []
-    real = ingest.folder.ingest_prepare
+    real = ingest_folder.ingest_prepare
 
     def spy(**kwargs):
         detected.append(kwargs["file"].identity)
         return real(**kwargs)
 
-    monkeypatch.setattr(ingest.folder, "ingest_prepare", spy)
+    monkeypatch.setattr(ingest_folder, "ingest_prepare", spy)
     before = counts()
     data = ingest(str(tree), "--root", str(tree))
     assert detected == []  # both files unchanged: neither read by detection again
