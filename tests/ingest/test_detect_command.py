@@ -264,3 +264,32 @@ def test_a_file_outside_the_root_is_detected_with_no_external_id(docs, tmp_path)
     [result] = detect_json(str(docs / "contracts" / "nda.txt"), "--root", str(root))["results"]
     assert result["error"] is None and result["externalId"] is None
     assert result["facts"]
+
+
+def test_detect_runs_on_a_fresh_checkout_without_a_secret_key(tmp_path):
+    """`telha detect` signs and stores nothing: it needs no SECRET_KEY (a fresh clone has
+    neither var/dev.env nor one); a command that does still refuses to start."""
+    import subprocess
+    import sys
+
+    doc = tmp_path / "lease.txt"
+    doc.write_text("This lease is made on 3 March 2025 and runs for two (2) years.\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("SECRET_KEY", "DJANGO_SETTINGS_MODULE")}
+    env["DEBUG"] = "0"  # the dev env is never read then (telha.devenv)
+    run = [sys.executable, "-c", "import sys; from telha.cli import main; sys.exit(main(sys.argv))"]
+    repo = Path(__file__).resolve().parents[2]
+    done = subprocess.run(
+        [*run, "detect", str(doc), "--json"],
+        env=env,
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    [result] = json.loads(done.stdout)["results"]
+    assert result["error"] is None and result["dates"]
+    refused = subprocess.run(
+        [*run, "clarify", "ls"], env=env, cwd=repo, capture_output=True, text=True, check=False
+    )
+    assert refused.returncode != 0 and "SECRET_KEY must be set" in refused.stderr
