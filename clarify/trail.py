@@ -87,7 +87,9 @@ class TrailNames:
         if isinstance(value, list | tuple):
             return ", ".join(self.value(key, v) for v in value) or "none"
         if isinstance(value, dict):
-            return "; ".join(f"{label(k)}: {self.value(k, v)}" for k, v in value.items()) or "—"
+            # Sorted: PostgreSQL's jsonb does not keep the written order, SQLite does.
+            pairs = sorted(value.items())
+            return "; ".join(f"{label(k)}: {self.value(k, v)}" for k, v in pairs) or "—"
         found = _uuid(value)
         if found is None:  # text: a µs time written into it (an interval) shown as a date
             return RAW_US.sub(lambda m: iso(int(m.group())), str(value))
