@@ -173,13 +173,24 @@ def response_insert(record: ResponseRecord) -> None:
 
 # --- audit events ------------------------------------------------------------------------
 
-_EVENT_FIELDS = ("tenant", "clarification", "at", "type", "detail")
+_EVENT_FIELDS = (
+    "tenant",
+    "clarification",
+    "at",
+    "type",
+    "detail",
+    "seq",
+    "salt",
+    "commitment",
+    "prev_hash",
+    "hash",
+)
 EVENTS_PER_STATEMENT = 100
 
 # The audit events' insert, literal (every answer appends its events): one row of
 # placeholders an event, the keys returned in row order. The ORM call it replaces,
 # `AuditEvent.objects.bulk_create(events)`, compiled anew cost three times what running it
-# does. {rows}: one (%s, %s, %s, %s, %s) an event.
+# does. {rows}: one row of placeholders (%s, …) an event.
 EVENTS_INSERT_SQL = (
     f"INSERT INTO {table(AuditEvent)} ({columns(AuditEvent, _EVENT_FIELDS)})"
     + " VALUES {rows}"
