@@ -20,6 +20,7 @@ from .services import event_types_checked, webhook_secret_new
 
 
 class WebhookEndpointForm(forms.ModelForm):
+    url = forms.URLField(max_length=2000, assume_scheme="https")
     event_types = forms.MultipleChoiceField(
         choices=[(t, t) for t in WEBHOOK_EVENT_TYPES], widget=forms.CheckboxSelectMultiple
     )
@@ -67,9 +68,6 @@ class WebhookDeliveryAdmin(TenantScopedAdmin):
     readonly_fields = fields
     actions = ["resend"]
     show_full_result_count = False
-
-    def get_queryset(self, request: HttpRequest) -> Any:
-        return super().get_queryset(request).filter(kind=WEBHOOK_KIND)
 
     @admin.display(description="event")
     def message_type(self, obj: WebhookDelivery) -> str:

@@ -50,8 +50,18 @@ class WebhookEndpoint(models.Model):
         return f"{self.url} ({', '.join(self.event_types)})"
 
 
+WEBHOOK_KIND = "events:webhook"
+
+
+class WebhookDeliveries(models.Manager["WebhookDelivery"]):
+    def get_queryset(self) -> models.QuerySet["WebhookDelivery"]:
+        return super().get_queryset().filter(kind=WEBHOOK_KIND)
+
+
 class WebhookDelivery(Job):
     """The webhook messages (`events:webhook` jobs), for the steward admin."""
+
+    objects = WebhookDeliveries()
 
     class Meta:
         proxy = True

@@ -16,9 +16,7 @@ from graph.models import NodeVersion
 from jobs import dispatch
 from jobs.services import JobSpec, jobs_enqueue
 
-from .models import WebhookEndpoint
-
-WEBHOOK_KIND = "events:webhook"
+from .models import WEBHOOK_KIND, WebhookEndpoint
 
 # The states whose `state_changed` event is announced, and as what.
 _STATE_TYPES = {
