@@ -70,7 +70,7 @@ def handle_lease(lease: Lease) -> None:
         pk=job.payload.get("endpoint"), tenant_id=job.tenant_id
     ).first()
     if endpoint is None:
-        result = {"skipped": WebhookReason.ENDPOINT_REMOVED}
+        result: dict[str, Any] = {"skipped": str(WebhookReason.ENDPOINT_REMOVED)}
         job_complete(tenant=None, job_id=job.pk, token=lease.token, result=result)
         return
     waiting_for = _earlier_unsent(job)

@@ -1,6 +1,8 @@
 """Events out: each tenant's audit chain head, its webhook endpoints, and the webhook
 deliveries (the `events:webhook` jobs, the outbox) as the steward admin shows them."""
 
+from typing import ClassVar
+
 from django.db import models
 
 from jobs.models import Job
@@ -61,7 +63,7 @@ class WebhookDeliveries(models.Manager["WebhookDelivery"]):
 class WebhookDelivery(Job):
     """The webhook messages (`events:webhook` jobs), for the steward admin."""
 
-    objects = WebhookDeliveries()
+    objects: ClassVar[WebhookDeliveries] = WebhookDeliveries()
 
     class Meta:
         proxy = True

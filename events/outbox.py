@@ -56,7 +56,7 @@ def clarification_data(event: AuditEvent, with_text: bool) -> dict[str, Any]:
     clar = event.clarification
     assert clar is not None
     state = "open" if event.type == "opened" else str(event.detail.get("to"))
-    data = {
+    data: dict[str, Any] = {
         "tenant": event.tenant.slug,
         "clarificationId": str(clar.pk),
         "state": state,
@@ -78,13 +78,13 @@ def correction_data(event: AuditEvent, with_text: bool) -> dict[str, Any]:
     versions = NodeVersion.objects.filter(node_id=clar.target_id).filter(
         Q(tx_from=tx) | Q(tx_to=tx)
     )
-    intervals = {"before": {"validFrom": None, "validTo": None}}
+    intervals: dict[str, dict[str, int | None]] = {"before": {"validFrom": None, "validTo": None}}
     for tx_from, valid_from, valid_to in versions.values_list("tx_from", "valid_from", "valid_to"):
         intervals["after" if tx_from == tx else "before"] = {
             "validFrom": valid_from,
             "validTo": valid_to,
         }
-    data = {
+    data: dict[str, Any] = {
         "tenant": event.tenant.slug,
         "nodeId": str(clar.target_id),
         "clarificationId": str(clar.pk),
@@ -126,8 +126,9 @@ def outbox_write(events: list[AuditEvent]) -> None:
                 "id": f"msg_{event.pk}",
                 "body": message(event, type, endpoint.with_text),
             }
-            subject = f"{endpoint.pk}:{event.clarification_id}"
-            specs.setdefault(event.tenant, []).append(JobSpec(WEBHOOK_KIND, payload, 2, None, subject))
+            stream = f"{endpoint.pk}:{event.clarification_id}"
+            spec = JobSpec(WEBHOOK_KIND, payload, subject=stream)
+            specs.setdefault(event.tenant, []).append(spec)
     for tenant, of_tenant in specs.items():
         jobs_enqueue(tenant=tenant, specs=of_tenant)
     if specs:
