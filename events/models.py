@@ -67,4 +67,5 @@ class WebhookDelivery(Job):
 
     class Meta:
         proxy = True
+        base_manager_name = "objects"  # a webhook delivery is only ever such a job
         verbose_name_plural = "webhook deliveries"
