@@ -16,7 +16,7 @@ from tenancy.steward_admin import TenantScopedAdmin, steward_of
 
 from .models import WEBHOOK_EVENT_TYPES, WebhookDelivery, WebhookEndpoint
 from .outbox import WEBHOOK_KIND
-from .services import event_types_checked, webhook_secret_new
+from .services import event_types_checked, webhook_remove, webhook_save, webhook_secret_new
 
 
 class WebhookEndpointForm(forms.ModelForm):
@@ -53,11 +53,18 @@ class WebhookEndpointAdmin(TenantScopedAdmin):
             person = steward_of(request)
             assert person is not None
             obj.tenant, obj.secret = person.tenant, webhook_secret_new()
-        super().save_model(request, obj, form, change)
+        webhook_save(obj)
         if not change:
             messages.warning(
                 request, f"The endpoint's signing secret, shown this once: {obj.secret}"
             )
+
+    def delete_model(self, request: HttpRequest, obj: Any) -> None:
+        webhook_remove(obj)
+
+    def delete_queryset(self, request: HttpRequest, queryset: QuerySet[WebhookEndpoint]) -> None:
+        for endpoint in queryset:
+            webhook_remove(endpoint)
 
 
 @admin.register(WebhookDelivery)

@@ -21,14 +21,18 @@ def chain_events(events: list[AuditEvent]) -> None:
     """Give each event its place in its tenant's chain, in order: a fresh salt, the
     detail's commitment, the predecessor's hash and its own; then move the head. The
     head row stays locked until the transaction ends, so the next writer of the same
-    tenant chains after this one (other tenants are not held up). Tenants in a fixed
+    tenant chains after this one (other tenants are not held up). Each event also
+    carries the event types the tenant's endpoints subscribe to (`announce`, read with
+    the head) for the outbox. Tenants in a fixed
     order, so two batches of several tenants never wait for each other in a circle."""
     by_tenant: dict[Any, list[AuditEvent]] = {}
     for event in events:
         by_tenant.setdefault(event.tenant_id, []).append(event)
     for tenant_id in sorted(by_tenant, key=str):
-        seq, prev = chain_head_lock(tenant_id)
+        seq, prev, announce = chain_head_lock(tenant_id)
+        subscribed = frozenset(announce.split(",")) - {""}
         for event in by_tenant[tenant_id]:
+            event.announce = subscribed  # type: ignore[attr-defined]  # for the outbox
             seq += 1
             event.seq, event.prev_hash, event.salt = seq, prev, new_salt()
             event.commitment = commitment(event.salt, event.detail)

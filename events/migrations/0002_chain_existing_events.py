@@ -47,7 +47,7 @@ def unchain(apps, schema_editor):
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("events", "0001_webhooks_and_chain"),
+        ("events", "0001_initial"),
         ("clarify", "0008_audit_chain"),
     ]
 

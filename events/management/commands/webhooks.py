@@ -7,7 +7,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.errors import DomainError
 from events.models import WebhookEndpoint
-from events.services import webhook_add
+from events.services import webhook_add, webhook_remove
 from tenancy.models import Tenant
 
 
@@ -76,10 +76,10 @@ class Command(BaseCommand):
             self.stdout.write(f"{row['id']}  {row['url']}  {','.join(row['events'])}{text}")
 
     def _rm(self, opts: dict[str, Any]) -> None:
-        try:
-            deleted, _ = WebhookEndpoint.objects.filter(pk=int(opts["id"])).delete()
-        except ValueError as exc:
-            raise CommandError("NOT_FOUND: no such webhook", returncode=1) from exc
-        if not deleted:
+        endpoint = None
+        if opts["id"].isdigit():
+            endpoint = WebhookEndpoint.objects.filter(pk=int(opts["id"])).first()
+        if endpoint is None:
             raise CommandError("NOT_FOUND: no such webhook", returncode=1)
+        webhook_remove(endpoint)
         self.stdout.write(f"Removed webhook {opts['id']}")
