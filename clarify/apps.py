@@ -19,9 +19,8 @@ class ClarifyConfig(AppConfig):
         from graph.api.records import PENDING_NOTES
         from graph.signals import source_changed
 
-        from . import routing, selectors
+        from . import selectors
 
-        routing.register()
         source_changed.connect(_source_change_audit, dispatch_uid="clarify.source_change_audit")
         if selectors.pending_notes not in PENDING_NOTES:
             PENDING_NOTES.append(selectors.pending_notes)

@@ -14,10 +14,17 @@ class DeliveryConfig(AppConfig):
         from clarify import reports as clarify_reports
         from clarify import services as clarify_services
         from clarify import stewardship as clarify_stewardship
+        from clarify.models import CLARIFY_JOB_KIND
+        from clarify.routing import clarify_job_policy
         from graph import access
+        from jobs.policies import register_kind
 
         from . import history, integrity, revocation, worker
 
+        # The routing jobs of clarifications: clarify's policy, this app's round handler.
+        register_kind(
+            CLARIFY_JOB_KIND, clarify_job_policy, handler=worker.handle_leases, rounds=True
+        )
         if worker.close_nonces not in clarify_services.BIND_HOOKS:
             clarify_services.BIND_HOOKS.append(worker.close_nonces)
         # What clarify does, reports or checks about cards, each through clarify's own seam.

@@ -341,13 +341,8 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# The in-process job handler the cluster runs for each kind prefix, the one registry of
-# them (jobs.tasks.handler_for; jobs.dispatch wakes only these kinds): a round
-# handler (`jobs.tasks.round_handler`) takes each leased round whole.
-JOB_WORKERS: dict[str, str] = {
-    "clarify:": "delivery.worker.handle_leases",
-    "ingest:": "ingest.documents.handle_lease",
-}
+# A job kind's in-process handler is registered with its policy, in one place: its
+# app's AppConfig.ready (`jobs.policies.register_kind`).
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Which queue's cluster runs each audience's in-process worker, e.g.
 # "clarify=telha-clarify,ingest=telha-ingest" (unlisted audiences: the default queue). Set
