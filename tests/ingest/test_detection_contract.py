@@ -396,3 +396,63 @@ def test_reading_is_bounded_by_passages():
     text = PREAMBLE + "x " * 20000
     reading = read_contract(find_sites(text))
     assert reading.made is not None and reading.made.written.day == date(2014, 3, 10)
+
+
+# --- text as PDFs extract it ------------------------------------------------------------------
+
+
+def test_pdf_look_alikes_read_like_plain_text():
+    """A PDF's text layer writes ";" as U+037E, quotes curly and spaces no-break: the
+    clause after a covenant ending in U+037E and a line break is its own sentence, and
+    the term clause with curly quotes reads as the plain one does."""
+    plain = (
+        PREAMBLE + "\n5. Covenants. During the Term each party shall keep an annual budget;\n"
+        "(b) it shall keep records.\n7. Term. This Agreement shall continue through "
+        'June 30, 2016 (the "Term").\n'
+    )
+    pdf = plain.replace(";\n", "\u037e\n").replace('"', "\u201c").replace("June 30", "June\xa030")
+    for text in (plain, pdf):
+        facts, questions = run(text)
+        assert facts["term"].valid_to == date(2016, 7, 1)
+        assert questions == {}
+
+
+def test_a_long_proviso_between_the_contract_and_its_length():
+    facts, _ = run(
+        PREAMBLE + "\n9.1 Initial Term. This Agreement will become effective as of the Effective "
+        "Date and, unless sooner terminated under Sections 4.2 [Payment Default], 6.3 "
+        "[Insolvency] or 9.2 [Termination for Convenience of either Party], shall remain in "
+        'effect for three (3) years from and after the Effective Date (the "Initial Term").\n'
+    )
+    assert facts["term"].valid_to == date(2017, 3, 10)
+
+
+def test_signature_dates_over_their_date_labels():
+    """A form-like signature block puts the values above their labels; extracted, the
+    dates come before the word "Date"."""
+    text = (
+        COVER
+        + "This Supply Agreement is entered into as of the Effective Date."
+        + PARTIES
+        + '"Effective Date" means the date of the last signature on this Agreement.\n'
+        + "x " * 400
+        + "\nIN WITNESS WHEREOF, the parties have signed this Agreement.\nBy: /s/ A. Reyes  "
+        "By: /s/ B. Okafor\n3/14/2019   03/19/2019\nDate   Date\n" + "x " * 40
+    )
+    facts, questions = run(text)
+    assert facts["date"].valid_from == date(2019, 3, 19)
+    assert facts["term"].valid_from == date(2019, 3, 19)
+    assert questions == {}
+
+
+def test_a_date_of_another_kind_is_no_signature_date():
+    """ "… 6/1/2020 date of first shipment": the label is another date's."""
+    text = (
+        COVER
+        + "This Supply Agreement is between the parties below."
+        + PARTIES
+        + "IN WITNESS WHEREOF, the parties have signed this Agreement.\nBy: /s/ A. Reyes\n"
+        "Deliveries begin 6/1/2020 date of first shipment.\n" + "x " * 40
+    )
+    facts, _ = run(text)
+    assert facts["date"].valid_from is None or facts["date"].valid_from != date(2020, 6, 1)

@@ -11,6 +11,8 @@ ever look at a few hundred characters at a time."""
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from ..temporal.fold import folded
+
 # What opens a passage, by the clause it marks. Each literal is searched for once, over
 # the part of the text where that clause stands (see RANGES); a kind may also take
 # cues found for another ("effective date" is found among the "effective" cues).
@@ -59,11 +61,8 @@ MAX_SITES = {
 
 
 def lowered(text: str) -> str:
-    """Lower case with every offset kept (str.lower lengthens a few characters)."""
-    low = text.lower()
-    if len(low) == len(text):
-        return low
-    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    """Lower case and folded look-alikes, every offset kept (`temporal/fold.py`)."""
+    return folded(text)
 
 
 def _is_word_at(low: str, start: int, end: int) -> bool:
@@ -121,7 +120,7 @@ def _token_ok(low: str, i: int, literal: str) -> bool:
     )
 
 
-_STOPS = (". ", ".\n", "; ", "\n\n")
+_STOPS = (". ", ".\n", "; ", ";\n", "\n\n")
 
 
 def sentence_bounds(low: str, pos: int) -> tuple[int, int]:

@@ -186,12 +186,15 @@ def _is_subject(low: str, m: re.Match[str], floor: int) -> bool:
     return not before.isalpha() or before in _TERM_QUALIFIERS
 
 
+NEAR = 280  # a long "unless sooner terminated pursuant to …" may stand between
+
+
 def is_term_clause(low: str, start: int, end: int, near: int | None = None) -> bool:
     """Whether the sentence at [start, end) speaks of the contract's term: a subject
     (the contract, its term) that no preposition or verb governs, followed in its
     sentence by what the term does (continues, expires, is for five years…). With
-    `near`, only a subject within 160 characters before it or 60 after counts."""
-    lo, hi = (start, end) if near is None else (max(start, near - 160), min(end, near + 60))
+    `near`, only a subject within NEAR characters before it or 60 after counts."""
+    lo, hi = (start, end) if near is None else (max(start, near - NEAR), min(end, near + 60))
     for m in TERM_SUBJECT.finditer(low, lo, hi):
         if _is_subject(low, m, start) and TERM_VERB.search(low, m.end(), min(end, m.end() + 220)):
             return True
