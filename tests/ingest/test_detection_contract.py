@@ -330,6 +330,34 @@ ENDS = [
         None,
     ),
     (
+        "effective-through-and-including",
+        "This Agreement shall be effective    through and including September 30, 2017.",
+        date(2017, 10, 1),
+    ),
+    (
+        "commencing-upon-the-effective-date",
+        "This Agreement shall be for a period of two (2) years commencing upon the Effective "
+        "Date hereof unless sooner terminated.",
+        date(2016, 3, 10),
+    ),
+    (
+        "end-of-a-numbered-contract-year",
+        "The term of this Agreement will commence on the Effective Date and will end upon the "
+        "end of Year 4.",
+        date(2018, 3, 10),
+    ),
+    (
+        "end-of-the-nth-contract-year",
+        "This Agreement shall remain in force until the end of the second Contract Year.",
+        date(2016, 3, 10),
+    ),
+    (
+        "a-list-after-a-colon",
+        "This Agreement shall remain in effect until the earlier of the following:\n\n"
+        "(a) the third anniversary of this Agreement; and\n\n(b) a sale of the business.",
+        date(2017, 3, 11),
+    ),
+    (
         "counted-from-an-undated-event",
         "The term of this Agreement shall be five (5) years from the Launch Date.",
         None,
@@ -456,3 +484,32 @@ def test_a_date_of_another_kind_is_no_signature_date():
     )
     facts, _ = run(text)
     assert facts["date"].valid_from is None or facts["date"].valid_from != date(2020, 6, 1)
+
+
+def test_a_month_with_a_stray_full_stop_still_dates_the_preamble():
+    text = (
+        COVER + "This Supply Agreement is made and entered into this 9 day of October. 2015 "
+        '(the "Effective Date") by Northwind Tools, Inc. and Quarry Lane Ltd.\n'
+    )
+    assert made_and_start(text) == (date(2015, 10, 9), date(2015, 10, 9))
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        # a length of the first months of the term, not the term's
+        "Provided, with respect to each of the first two (2) months of the Term, the fee "
+        "shall be reduced by the amount set out in the last paragraph of Section 4.",
+        # another agreement's period, not this one's
+        "The Escrow Agreement will require the agent to hold the funds for a period of up to "
+        "six (6) months.",
+        # the contract as the object of a verb
+        "If the Buyer terminates this Agreement, the Supplier shall continue deliveries for "
+        "one (1) month.",
+        # not a contract year
+        "Prices shall be reviewed at the end of the year 2016.",
+    ],
+)
+def test_not_the_end_of_the_term(clause):
+    facts, _ = run(PREAMBLE + "\n7. Prices.\n" + clause + "\n")
+    assert facts["term"].valid_to is None
