@@ -15,6 +15,7 @@ CHANNEL_CLASSES = {
     "teams": "delivery.channels.teams.TeamsChannel",
     "slack": "delivery.channels.slack.SlackChannel",
     "inbox": "delivery.channels.inbox.InboxChannel",
+    "email": "delivery.email.channel.EmailChannel",
 }
 
 
