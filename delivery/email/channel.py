@@ -22,7 +22,13 @@ PERMANENT = 500
 
 class EmailChannel(Channel):
     name = "email"
-    threaded_sends = True  # an SMTP conversation; the message is built before, no database
+
+    def __init__(self) -> None:
+        # An SMTP conversation touches no database (the message is built before), so the
+        # worker may hold several at once; the console and file backends of development
+        # write one stream, one message after another.
+        backend = str(getattr(settings, "EMAIL_BACKEND", ""))
+        self.threaded_sends = backend.endswith(".smtp.EmailBackend")
 
     def configured(self) -> bool:
         return bool(settings.EMAIL_URL)
