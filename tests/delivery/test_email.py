@@ -324,3 +324,19 @@ def test_email_settings_and_a_server_that_is_down(settings, submit, people):
     with pytest.raises(DeliveryError) as failed:
         send(question_message("alice@acme.test", build_card(clar, "n" * 32, "")))
     assert failed.value.retryable
+
+
+def test_a_steward_reached_by_email_gets_the_redacted_escalation(mailbox, settings, submit):
+    settings.CLARIFY_CHANNELS = ["email"]
+    clar = submit(links=[("AUTHORED_BY", "olga")])  # finance only: may not read the source
+    run_worker()
+    message = only_message(mailbox, "sam@acme.test")
+    assert subject(message) == "Steward review: Master services agreement"
+    text, html = parts(message)
+    review = f"/admin/clarify/clarification/{clar.pk}/change/"
+    for part in (text, html):
+        assert SPAN_TEXT not in part
+        assert "NO_READ_PERMISSION" in part and review in part
+        assert links_of(part) == []
+    [row] = deliveries(clar, kind=DeliveryKind.ESCALATION)
+    assert (row.channel, row.status, row.redacted) == ("email", DeliveryStatus.SENT, True)
