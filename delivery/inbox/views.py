@@ -26,16 +26,16 @@ from clarify.models import State
 from clarify.routing import skip_reasons_by_clarification
 from tenancy.models import Person, Rights
 
-from .actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
-from .cards import (
+from ..actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
+from ..cards import (
     Escalation,
     build_card,
     build_escalation,
     build_steward_notice,
     candidate_label,
 )
-from .models import Delivery, DeliveryKind, NonceState
-from .restriction import excerpt_for_chat
+from ..models import Delivery, DeliveryKind, NonceState
+from ..restriction import excerpt_for_chat
 
 
 def _person(request: HttpRequest) -> Person | None:
@@ -267,7 +267,7 @@ def ask(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
     from django.http import Http404
 
-    from .ask import respond
+    from ..ask.services import respond
 
     if not settings.ASK_ENABLED:
         raise Http404("Asking is not enabled.")
@@ -287,7 +287,7 @@ def ask_now_view(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
     from django.http import Http404
 
-    from .ask import ask_now
+    from ..ask.services import ask_now
 
     person = _person(request)
     if not settings.ASK_ENABLED or person is None:
@@ -317,7 +317,7 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
     from graph.selectors import readable_nodes
     from graph.timeline import versions_svg
 
-    from .ask import reader_for
+    from ..ask.services import reader_for
 
     person = _person(request)
     try:
