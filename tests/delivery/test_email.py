@@ -42,6 +42,7 @@ from .conftest import (
     events,
     run_worker,
     snapshot_rows,
+    written_counts,
 )
 
 LINK = re.compile(r"https?://[^\s\"<>]+/email/answer/[^\s\"<>]+/")
@@ -97,6 +98,12 @@ def parts(message: Message) -> tuple[str, str]:
     assert message.get_content_type() == "multipart/alternative"
     found = {p.get_content_type(): p.get_content() for p in message.iter_parts()}
     return found["text/plain"], found["text/html"]
+
+
+def everything() -> tuple[dict[str, Any], dict[str, int]]:
+    """The rows a refusal must leave alone, and the count of every table an answer or a
+    refusal could write (audit events included)."""
+    return snapshot_rows(), written_counts()
 
 
 def subject(message: Message) -> str:
@@ -158,11 +165,11 @@ def test_a_person_reached_only_by_email_answers_through_the_link(mailbox, submit
     )
     assert (resp.status_code, resp["Location"]) == (302, first)
 
-    before = snapshot_rows()
+    before = everything()
     page = browser.get(first)  # what a mail scanner's GET would do: nothing
     assert page.status_code == 200
     assert f"Confirm: {CANDIDATES[0]['label']}" in page.content.decode()
-    assert snapshot_rows() == before
+    assert everything() == before
 
     done = browser.post(first)
     assert done.status_code == 200, done.content
@@ -173,13 +180,13 @@ def test_a_person_reached_only_by_email_answers_through_the_link(mailbox, submit
     assert clar.state == State.ANSWERED
 
     # The link answers once: again (or another of its links) is refused, writing nothing.
-    before = snapshot_rows()
+    before = everything()
     for link in (first, path_of(links[1])):
         for method in (browser.get, browser.post):
             again = method(link)
             assert again.status_code == 410
             assert "has moved on" in again.content.decode()
-    assert snapshot_rows() == before
+    assert everything() == before
 
     # The steward sees the email send: the decide page's history and `telha clarify show`.
     out = StringIO()
@@ -209,11 +216,11 @@ def test_quorum_copy_and_something_else(mailbox, submit, people):
     page = browser.get(other).content.decode()
     assert 'name="valid_from"' in page and note in page
 
-    before = snapshot_rows()
+    before = everything()
     bad = browser.post(other, {"valid_from": "2026-09-01", "valid_to": "2026-08-01"})
     assert bad.status_code == 400
     assert "The end date must be after the start date." in bad.content.decode()
-    assert snapshot_rows() == before
+    assert everything() == before
 
     done = browser.post(other, {"valid_from": "2026-09-01", "source_text": "from September"})
     assert done.status_code == 200, done.content
@@ -221,11 +228,11 @@ def test_quorum_copy_and_something_else(mailbox, submit, people):
     [record] = ResponseRecord.objects.filter(clarification=clar)
     assert (record.channel, record.answer_index) == ("email", None)
     # Still open, but this person's link has answered: used.
-    before = snapshot_rows()
+    before = everything()
     again = browser.post(path_of(links_of(text)[0]))
     assert again.status_code == 410
     assert "answered this question already" in again.content.decode()
-    assert snapshot_rows() == before
+    assert everything() == before
 
 
 def test_refusals_write_nothing(mailbox, submit, people):
@@ -233,7 +240,7 @@ def test_refusals_write_nothing(mailbox, submit, people):
     clar = submit(links=[("AUTHORED_BY", "alice")])
     run_worker()
     link = path_of(links_of(parts(only_message(mailbox, "alice@acme.test"))[0])[1])
-    before = snapshot_rows()
+    before = everything()
     for client, status, words in [
         (signed_in(bob), 403, "sent to someone else"),  # the wrong person signed in
         (signed_in(alice), 404, "does not work"),  # a link whose nonce names nothing
@@ -244,24 +251,24 @@ def test_refusals_write_nothing(mailbox, submit, people):
             assert resp.status_code == status
             assert words in resp.content.decode()
     assert signed_in(alice).get(link.replace("/1/", "/9/")).status_code == 404
-    assert snapshot_rows() == before
+    assert everything() == before
 
     # Lost access: the source became finance-only while the email waited.
     acl_set_unheard(clar.source_version.source, ["group:finance"])
-    before = snapshot_rows()
+    before = everything()
     for method in (signed_in(alice).get, signed_in(alice).post):
         resp = method(link)
         assert resp.status_code == 403
         assert "no longer have access" in resp.content.decode()
-    assert snapshot_rows() == before
+    assert everything() == before
 
     # A stale link: its card was revoked (a re-ask, a deprovisioning, an access change).
     acl_set_unheard(clar.source_version.source, ["group:legal"])
     Delivery.objects.filter(clarification=clar).update(nonce_state=NonceState.REVOKED)
-    before = snapshot_rows()
+    before = everything()
     resp = signed_in(alice).post(link)
     assert resp.status_code == 410
-    assert snapshot_rows() == before
+    assert everything() == before
     assert not ResponseRecord.objects.filter(clarification=clar).exists()
 
 
