@@ -29,7 +29,7 @@ class EffectivePolicy:
     channel_order: list[str] = field(default_factory=list)
 
 
-CHANNEL_NAMES = ("teams", "slack", "inbox")
+CHANNEL_NAMES = ("teams", "slack", "inbox", "email")
 
 
 def channel_order_errors(value: Any) -> str | None:
