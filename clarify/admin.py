@@ -494,6 +494,15 @@ class ClarifyPolicyForm(forms.ModelForm):
             raise forms.ValidationError(error)
         return value
 
+    def clean_reminder_after_hours(self) -> Any:
+        from .policy import reminder_errors
+
+        value = self.cleaned_data.get("reminder_after_hours")
+        error = reminder_errors(value)
+        if error is not None:
+            raise forms.ValidationError(error)
+        return value
+
     def clean_severity_elevate(self) -> Any:
         value = self.cleaned_data.get("severity_elevate")
         from .models import Kind, Severity
@@ -528,6 +537,7 @@ class ClarifyPolicyAdmin(TenantScopedAdmin):
         "critical_required_confirmations",
         "allow_steward_override",
         "channel_order",
+        "reminder_after_hours",
         "updated_at",
     )
 

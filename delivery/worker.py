@@ -75,7 +75,14 @@ from jobs.tasks import fail_after_bug, round_handler
 from tenancy.models import Person, Rights
 from tenancy.selectors import aliases_for
 
-from .cards import Card, Escalation, build_card, build_escalation, build_steward_notice
+from .cards import (
+    Card,
+    Escalation,
+    build_card,
+    build_escalation,
+    build_steward_notice,
+    delegated_card,
+)
 from .channels import Channel, DeliveryError, Route, configured_channels, route_for
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState
@@ -143,6 +150,7 @@ class Leased:
     clar: Clarification | None
     plan: Plan = field(default_factory=lambda: Plan(Step.LOST))
     asked: Person | None = None  # the candidate asked (a notice is about them)
+    on_behalf: Person | None = None  # the away candidate a delegate is asked for
     rows: list[Delivery] = field(default_factory=list)
     reasons: list[dict[str, Any]] = field(default_factory=list)  # an escalation's skip reasons
     sent_to: list[str] = field(default_factory=list)
@@ -193,10 +201,7 @@ def _load(leases: list[Lease]) -> Round:
         if lease.job.pk in clars
         for person in _ranking(lease.job)[lease.job.attempts :]
     }
-    people = {
-        str(p.pk): p
-        for p in Person.objects.select_related("user", "tenant").filter(pk__in=_uuids(ranked))
-    }
+    people = _people(ranked)
     channels = {
         clar.tenant_id: configured_channels(policy_for(clar.tenant).channel_order)
         for clar in {c.tenant_id: c for c in clars.values()}.values()
@@ -216,6 +221,22 @@ def _load(leases: list[Lease]) -> Round:
         recent,
         limits,
     )
+
+
+def _people(ranked: set[str]) -> dict[str, Person]:
+    """The ranked people by id, and the delegates of those away today (one more query
+    when someone is)."""
+    found = Person.objects.select_related("user", "tenant")
+    people = {str(p.pk): p for p in found.filter(pk__in=_uuids(ranked))}
+    today = timezone.now().date()
+    delegates = {
+        str(p.away_delegate_id)
+        for p in people.values()
+        if p.away_delegate_id is not None and p.away_on(today)
+    } - set(people)
+    if delegates:
+        people.update((str(p.pk), p) for p in found.filter(pk__in=list(delegates)))
+    return people
 
 
 def _clarifications(leases: list[Lease]) -> dict[Any, Clarification]:
@@ -251,6 +272,9 @@ def _verdicts(
         for person in _ranking(lease.job)[lease.job.attempts :]:
             if person in people:
                 asked[person] = people[person]
+                delegate = str(people[person].away_delegate_id)
+                if delegate in people:  # away today with a delegate: the same gate
+                    asked[delegate] = people[delegate]
     return {
         source: floor_check(clar, asked.values()) for source, (clar, asked) in by_source.items()
     }
@@ -337,6 +361,10 @@ def _lease_plan(
             reach = _reach(round_, item.clar, person)
             if reach is not None:
                 people[person] = reach
+                if reach.delegate and reach.delegate not in people:
+                    delegate = _reach(round_, item.clar, reach.delegate)
+                    if delegate is not None:
+                        people[reach.delegate] = delegate
     cards = {
         (attempt, person): _issued_view(row)
         for (attempt, person, kind), row in issued.items()
@@ -354,13 +382,25 @@ def _reach(round_: Round, clar: Clarification, person_id: str) -> Reach | None:
     person = round_.people.get(person_id)
     if person is None:
         return None
-    verdict = round_.verdicts[clar.source_version.source_id].get(person.pk)
+    # Fails closed: a person the round did not check on this source may not read it.
+    verdicts = round_.verdicts[clar.source_version.source_id]
+    verdict = verdicts[person.pk] if person.pk in verdicts else SkipReason.NO_READ_PERMISSION
     deactivated = person.deactivated_at is not None
+    away = person.away_on(timezone.now().date())
     route = None
-    if not deactivated and verdict is None:
+    if not deactivated and verdict is None and not away:
         aliases = round_.aliases.get(person_id, {})
         route = route_for(person, aliases, channels=round_.channels[clar.tenant_id])
-    return Reach(deactivated, verdict, route, round_.today[person_id], round_.recent[person_id])
+    delegate = str(person.away_delegate_id) if away and person.away_delegate_id else None
+    return Reach(
+        deactivated,
+        verdict,
+        route,
+        round_.today[person_id],
+        round_.recent[person_id],
+        away=away,
+        delegate=delegate,
+    )
 
 
 def _notice_planner(
@@ -461,6 +501,7 @@ def _rows(round_: Round, item: Leased, issued: dict[Any, Delivery]) -> list[Deli
     if plan.step in (Step.ASK, Step.DIGEST):
         assert clar is not None and plan.route is not None
         item.asked = round_.people[plan.person]
+        item.on_behalf = round_.people[plan.on_behalf] if plan.on_behalf else None
         kind, who = DeliveryKind.QUESTION, [(item.asked, plan.route)]
     elif plan.step in (Step.ESCALATE, Step.NOTIFY):
         assert clar is not None
@@ -483,6 +524,7 @@ def _rows(round_: Round, item: Leased, issued: dict[Any, Delivery]) -> list[Deli
                 channel=route.channel.name,
                 status=DeliveryStatus.QUEUED_DIGEST if digest else DeliveryStatus.SENT,
                 nonce=secrets.token_urlsafe(24),
+                on_behalf_of=item.on_behalf if kind == DeliveryKind.QUESTION else None,
             )
             new.append(row)
         item.rows.append(row)
@@ -495,10 +537,19 @@ def _planned_events(item: Leased) -> list[AuditEvent]:
     plan, clar, job = item.plan, item.clar, item.lease.job.pk
     if clar is None:
         return []
-    events = [
-        _event(clar, "skipped", attempt=s.attempt, candidate=s.candidate, reason=s.reason, job=job)
-        for s in plan.skips
-    ]
+    events = [_skipped(clar, s, job) for s in plan.skips]
+    if plan.on_behalf and plan.step in (Step.ASK, Step.DIGEST):
+        events.append(
+            _event(
+                clar,
+                "delegated",
+                attempt=plan.attempt,
+                candidate=plan.on_behalf,
+                delegate=plan.person,
+                reason=SkipReason.PERSON_AWAY,
+                job=job,
+            )
+        )
     if plan.step is Step.DIGEST:
         [row] = item.rows
         assert plan.route is not None
@@ -528,6 +579,20 @@ def _planned_events(item: Leased) -> list[AuditEvent]:
             )
         )
     return events
+
+
+def _skipped(clar: Clarification, skip: Any, job: Any) -> AuditEvent:
+    """A skip's event; an away candidate's names the delegate its reason is about."""
+    extra = {"delegate": skip.delegate} if skip.delegate else {}
+    return _event(
+        clar,
+        "skipped",
+        attempt=skip.attempt,
+        candidate=skip.candidate,
+        reason=skip.reason,
+        job=job,
+        **extra,
+    )
 
 
 def _job_moves(item: Leased) -> None:
@@ -582,6 +647,8 @@ def _messages(item: Leased, names: dict[Any, str], restricted: dict[Any, bool]) 
                 restricted[clar.tenant_id] = tenant_has_restricted_excerpts(clar.tenant_id)
             excerpts = None if restricted[clar.tenant_id] else []
         card = outgoing_card(clar, row, plan.route, plan.attempt, excerpts, names[clar.target_id])
+        if item.on_behalf is not None:
+            card = delegated_card(card, item.on_behalf)
         return [Message(item, row, item.asked, plan.route, card=card)]
     if plan.step not in (Step.ESCALATE, Step.NOTIFY):
         return []
@@ -764,6 +831,7 @@ def _delivered(message: Message) -> AuditEvent:
         nonceState=row.nonce_state,
         messageRef=row.message_ref[:200],
         job=item.lease.job.pk,
+        **({"onBehalfOf": str(row.on_behalf_of_id)} if row.on_behalf_of_id else {}),
     )
 
 
