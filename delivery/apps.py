@@ -29,6 +29,10 @@ class DeliveryConfig(AppConfig):
         if revocation.read_access_recheck not in access.READ_ACCESS_HOOKS:
             access.READ_ACCESS_HOOKS.append(revocation.read_access_recheck)
         post_migrate.connect(_ensure_digest_schedule, sender=self)
+        from jobs.policies import KindPolicy, register_kind
+
+        # A reminder job waits in `run_after` (the delay), then runs once.
+        register_kind(worker.REMINDER_KIND, lambda: KindPolicy(max_attempts=1))
 
 
 def _register(registry: list[Any], entry: Any) -> None:

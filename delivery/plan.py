@@ -198,7 +198,9 @@ def lease_plan(
             assert reach is not None
             delegate, reason = delegate_of(reach, people, job.ranking, limits)
             if reason is None:
-                asked = _asked(clar, people[delegate], tuple(skips), attempt, delegate, cards, limits)
+                asked = _asked(
+                    clar, people[delegate], tuple(skips), attempt, delegate, cards, limits
+                )
                 return replace(asked, on_behalf=person)
         skips.append(Skip(attempt, person, reason, delegate))
         if attempt + 1 >= job.max_attempts:  # the skip was the job's last attempt
