@@ -27,6 +27,7 @@ from clarify.routing import skip_reasons_by_clarification
 from tenancy.models import Person, Rights
 
 from .actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
+from .away import delegated_cards
 from .cards import (
     Escalation,
     build_card,
@@ -137,8 +138,11 @@ def inbox(request: HttpRequest) -> HttpResponse:
     person = _person(request)
     cards = open_cards(person) if person is not None else []
     stewarding = steward_items(person) if person is not None else []
+    delegated = delegated_cards(person) if person is not None else []
     return render(
-        request, "inbox/inbox.html", {"person": person, "cards": cards, "stewarding": stewarding}
+        request,
+        "inbox/inbox.html",
+        {"person": person, "cards": cards, "stewarding": stewarding, "delegated": delegated},
     )
 
 

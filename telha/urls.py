@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from clarify.api import views as clarify_views
 from common import error_views
-from delivery import documents, inbox
+from delivery import away, documents, inbox
 from graph.api import views as graph_views
 from identity.sso import SignInView
 from identity.urls import scim_v2, sso_urls
@@ -54,6 +54,7 @@ urlpatterns = [
     path("sso/", include(sso_urls)),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/answer", inbox.answer, name="inbox-answer"),
+    path("inbox/away/", away.away, name="inbox-away"),
     path("inbox/ask/", inbox.ask, name="inbox-ask"),
     path("inbox/ask/now", inbox.ask_now_view, name="inbox-ask-now"),
     path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),
