@@ -7,7 +7,6 @@ from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
-from common.codes import SkipReason
 from graph.access import source_readable_q
 from graph.api.records import PendingNote
 from graph.models import EvidenceClass, NodeVersion
@@ -98,8 +97,8 @@ def needs_steward_attention_q() -> Q:
 
 def waiting_on_away_q() -> Q:
     """Open questions waiting on someone away today (issue 32): not closed, and routed to
-    (`delivered`), around (`skipped`) or through a delegate for (`delegated`) a person
-    whose away runs through today or later."""
+    (`delivered`), around (`skipped`: PERSON_AWAY, or their delegate's gate) or through
+    a delegate for (`delegated`) a person whose away runs through today or later."""
     away = [
         str(pk)
         for pk in Person.objects.filter(away_until__gte=timezone.now().date()).values_list(
@@ -109,9 +108,7 @@ def waiting_on_away_q() -> Q:
     if not away:
         return Q(pk__in=[])
     routed = AuditEvent.objects.filter(
-        Q(type__in=("delivered", "delegated"))
-        | Q(type="skipped", detail__reason=SkipReason.PERSON_AWAY),
-        detail__candidate__in=away,
+        type__in=("delivered", "delegated", "skipped"), detail__candidate__in=away
     ).values("clarification_id")
     return Q(pk__in=routed) & ~Q(state__in=CLOSED_STATES)
 
