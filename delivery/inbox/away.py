@@ -16,7 +16,7 @@ from clarify.reports import target_names
 from tenancy.models import Person
 from tenancy.services import AwayRefused, person_away_set, person_back
 
-from .models import Delivery, DeliveryKind
+from ..models import Delivery, DeliveryKind
 
 DELEGATED_SHOWN = 20
 

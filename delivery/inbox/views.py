@@ -26,9 +26,8 @@ from clarify.models import State
 from clarify.routing import skip_reasons_by_clarification
 from tenancy.models import Person, Rights
 
-from .actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
-from .away import delegated_cards
-from .cards import (
+from ..actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
+from ..cards import (
     Escalation,
     build_card,
     build_escalation,
@@ -36,8 +35,9 @@ from .cards import (
     candidate_label,
     card_of_row,
 )
-from .models import Delivery, DeliveryKind, NonceState
-from .restriction import excerpt_for_chat
+from ..models import Delivery, DeliveryKind, NonceState
+from ..restriction import excerpt_for_chat
+from .away import delegated_cards
 
 
 def _person(request: HttpRequest) -> Person | None:
@@ -276,7 +276,7 @@ def ask(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
     from django.http import Http404
 
-    from .ask import respond
+    from ..ask.services import respond
 
     if not settings.ASK_ENABLED:
         raise Http404("Asking is not enabled.")
@@ -296,7 +296,7 @@ def ask_now_view(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
     from django.http import Http404
 
-    from .ask import ask_now
+    from ..ask.services import ask_now
 
     person = _person(request)
     if not settings.ASK_ENABLED or person is None:
@@ -326,7 +326,7 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
     from graph.selectors import readable_nodes
     from graph.timeline import versions_svg
 
-    from .ask import reader_for
+    from ..ask.services import reader_for
 
     person = _person(request)
     try:
