@@ -580,6 +580,7 @@ def _planned_events(item: Leased) -> list[AuditEvent]:
                 reason=SkipReason.DIGESTED,
                 nonceState=row.nonce_state,
                 job=job,
+                **({"onBehalfOf": plan.on_behalf} if plan.on_behalf else {}),
             )
         )
     elif plan.step is Step.WITHHOLD:
