@@ -124,15 +124,8 @@ def test_a_reminder_at_or_above_the_window_is_refused_and_nothing_written(
         with pytest.raises(InvalidInput) as refused:
             clarify_policy_update(tenant=workspace, actor=people["sam"], reminder_after_hours=hours)
         assert refused.value.extra == {"field": "reminderAfterHours"}
-    assert "escalation window (48 hours" in str(
-        pytest.raises(
-            InvalidInput,
-            clarify_policy_update,
-            tenant=workspace,
-            actor=people["sam"],
-            reminder_after_hours=48.0,
-        ).value
-    )
+        if hours == 48.0:
+            assert "escalation window (48 hours" in refused.value.detail
     form = ClarifyPolicyForm(data={"reminder_after_hours": "48"})
     assert not form.is_valid() and "escalation window" in str(form.errors)
     assert not ClarifyPolicy.objects.exists() and AuditEvent.objects.count() == before
@@ -140,5 +133,5 @@ def test_a_reminder_at_or_above_the_window_is_refused_and_nothing_written(
     assert policy_for(workspace).reminder_after_hours == 12.0
     # The environment's value is checked at start-up the same way.
     clarify_settings(REMINDER_AFTER_HOURS=48.0)
-    with pytest.raises(SystemCheckError, match="clarify.E001"):
+    with pytest.raises(SystemCheckError, match=r"clarify\.E001"):
         call_command("check")
