@@ -4,6 +4,7 @@ reminder, audited `reminded`; exactly once; never after an answer; not counted b
 daily cap; the escalation window unchanged; a reminderAfterHours at or above the window
 refused with nothing written."""
 
+import json
 from datetime import timedelta
 from unittest import mock
 
@@ -135,3 +136,29 @@ def test_a_reminder_at_or_above_the_window_is_refused_and_nothing_written(
     clarify_settings(REMINDER_AFTER_HOURS=48.0)
     with pytest.raises(SystemCheckError, match=r"clarify\.E001"):
         call_command("check")
+
+
+def test_over_slack_the_reminder_and_a_delegate_s_card_are_real_messages(
+    reminding, slack_settings, slack_stub, submit, people
+):
+    """Through the real Slack client against the local stub: alice's card and its
+    reminder (the same nonce in the buttons); bob asked on alice's behalf while she is
+    away, the message saying so."""
+    from tenancy.services import person_away_set
+
+    first = submit()
+    run_worker()
+    assert reminders_due() == 1
+    card, reminder = slack_stub.of("chat.postMessage")
+    assert card.body["channel"] == reminder.body["channel"] == "U0ALICE"
+    [row] = deliveries(first)
+    assert row.nonce in json.dumps(reminder.body["blocks"])
+    assert "Reminder: " in reminder.body["text"] and "Reminder" not in card.body["text"]
+    until = timezone.now().date() + timedelta(days=3)
+    person_away_set(person=people["alice"], until=until, delegate=people["bob"], by=None, via="t")
+    # bob is not ranked on this one (a ranked delegate is asked in his own right only).
+    submit(external_id="contracts/while-away.docx", links=[("AUTHORED_BY", "alice")])
+    run_worker()
+    delegated = slack_stub.of("chat.postMessage")[-1]
+    assert delegated.body["channel"] == "U0BOB"
+    assert "on behalf of Alice Author" in json.dumps(delegated.body["blocks"])
