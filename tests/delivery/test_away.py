@@ -186,3 +186,25 @@ def test_the_inbox_away_page_sets_and_refuses(client, people):
     assert client.post("/inbox/away/", {"action": "back"}).status_code == 302
     alice.refresh_from_db()
     assert alice.away_until is None
+
+
+def test_a_steward_sets_it_in_the_admin_and_the_decide_page_shows_the_delegation(
+    client, submit, channel, people
+):
+    alice, vera = people["alice"], people["vera"]
+    client.force_login(people["sam"].user)
+    url = f"/admin/tenancy/person/{alice.pk}/change/"
+    assert client.get(url).status_code == 200
+    before = person_rows()
+    refused = client.post(url, {"away_until": LATER.isoformat(), "away_delegate": str(alice.pk)})
+    assert refused.status_code == 200 and "DELEGATE_INVALID" in refused.content.decode()
+    assert person_rows() == before
+    done = client.post(url, {"away_until": LATER.isoformat(), "away_delegate": str(vera.pk)})
+    assert done.status_code == 302, done.content
+    assert AuditEvent.objects.get(type="away_set").detail["via"] == "admin"
+    clar = submit()
+    run_worker()
+    page = client.get(f"/admin/clarify/clarification/{clar.pk}/change/").content.decode()
+    assert "delegate Vera Viewer" in page and "on behalf of Alice Author" in page
+    listed = client.get("/admin/clarify/clarification/?away=yes").content.decode()
+    assert str(clar.pk) in listed
