@@ -208,3 +208,13 @@ def test_a_steward_sets_it_in_the_admin_and_the_decide_page_shows_the_delegation
     assert "delegate Vera Viewer" in page and "on behalf of Alice Author" in page
     listed = client.get("/admin/clarify/clarification/?away=yes").content.decode()
     assert str(clar.pk) in listed
+
+
+def test_person_away_is_among_the_escalation_s_skip_reasons(submit, channel, people):
+    away(people["alice"])
+    clar = submit(links=[("AUTHORED_BY", "alice")])  # alice is the only candidate
+    run_worker()
+    [escalated] = events(clar, "escalated")
+    assert [r["reason"] for r in escalated.detail["skipReasons"]] == ["PERSON_AWAY"]
+    [(_, escalation)] = channel.escalations
+    assert "PERSON_AWAY" in escalation.text
