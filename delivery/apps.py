@@ -17,7 +17,7 @@ class DeliveryConfig(AppConfig):
         from clarify.models import CLARIFY_JOB_KIND
         from clarify.routing import clarify_job_policy
         from graph import access
-        from jobs.policies import register_kind
+        from jobs.policies import KindPolicy, register_kind
 
         from . import history, integrity, revocation, worker
 
@@ -35,6 +35,14 @@ class DeliveryConfig(AppConfig):
         # Losing read access revokes the cards sent (the core's seam, never an import up).
         if revocation.read_access_recheck not in access.READ_ACCESS_HOOKS:
             access.READ_ACCESS_HOOKS.append(revocation.read_access_recheck)
+        # A reminder job waits in `run_after` (the delay), then runs once, in the same
+        # round handler (it tells reminders from routing jobs by kind).
+        register_kind(
+            worker.REMINDER_KIND,
+            lambda: KindPolicy(max_attempts=1),
+            handler=worker.handle_leases,
+            rounds=True,
+        )
         post_migrate.connect(_ensure_digest_schedule, sender=self)
 
 

@@ -247,6 +247,9 @@ CLARIFY = {
     ),
     "SEVERITY_ELEVATE": env.dict("CLARIFY_SEVERITY_ELEVATE", default={}),
     "MIN_DETECTOR_CONFIDENCE": env.float("CLARIFY_MIN_DETECTOR_CONFIDENCE", default=0.5),
+    # One reminder this long after a card (unset: none); below the escalation window
+    # (checked at start-up: clarify.checks).
+    "REMINDER_AFTER_HOURS": env.float("CLARIFY_REMINDER_AFTER_HOURS", default=None),
 }
 ASK_ENABLED = env.bool("ASK_ENABLED", default=False)
 # Channel order: a person is reached on the first configured channel with their address.
