@@ -14,8 +14,8 @@ class EventsConfig(AppConfig):
         from jobs.policies import register_kind
 
         from .chain import chain_events
-        from .delivery import webhook_policy
+        from .delivery import handle_lease, webhook_policy
         from .outbox import WEBHOOK_KIND, outbox_write
 
         audit_append_hooks_register(before=chain_events, after=outbox_write)
-        register_kind(WEBHOOK_KIND, webhook_policy)
+        register_kind(WEBHOOK_KIND, webhook_policy, handler=handle_lease)

@@ -1,4 +1,4 @@
-"""The webhook sender: the `events:webhook` jobs' handler (`settings.JOB_WORKERS`).
+"""The webhook sender: the `events:webhook` jobs' handler (`register_kind` in `EventsConfig.ready`).
 
 Each message is signed per Standard Webhooks with the endpoint's secret (the
 `standardwebhooks` library: `webhook-id`, `webhook-timestamp`, `webhook-signature`) at
