@@ -48,7 +48,7 @@ def unchain(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("events", "0001_initial"),
-        ("clarify", "0008_audit_chain"),
+        ("clarify", "0009_audit_chain"),
     ]
 
     operations = [migrations.RunPython(chain_existing, unchain)]

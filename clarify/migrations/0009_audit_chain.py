@@ -6,7 +6,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clarify', '0007_metrics_backlog_index'),
+        ('clarify', '0008_clarifypolicy_reminder_after_hours'),
         ('tenancy', '0003_tenant_scoped_user_names'),
     ]
 
