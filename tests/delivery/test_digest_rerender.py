@@ -3,6 +3,8 @@ the one rule every chat channel uses (issue 31 item 3): the recipient's own ques
 cards of that message, in the order they were listed, each clarification once, the
 tapped card always among those a digest shows."""
 
+import uuid
+
 import pytest
 
 from delivery.digests import digest_siblings
@@ -22,7 +24,7 @@ def _card(clar, person, *, kind=DeliveryKind.QUESTION, attempt=0, ref=MESSAGE) -
         kind=kind,
         channel="slack",
         status=DeliveryStatus.SENT,
-        nonce=f"n-{clar.pk}-{person.pk}-{kind}-{attempt}",
+        nonce=uuid.uuid4().hex,
         message_ref=ref,
     )
 
