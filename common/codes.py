@@ -58,3 +58,15 @@ class TapRefusal(StrEnum):
     REPLAYED_ACTION = "REPLAYED_ACTION"
     UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
     INVALID_CUSTOM_ANSWER = "INVALID_CUSTOM_ANSWER"
+
+
+class HookError(StrEnum):
+    """The codes of a chat hook's refusals (`delivery.hooks.errors.hook_error`), the same
+    on every channel. A request whose signature or token fails is UNAUTHENTICATED — the
+    contract's 401 code (CONTRACT §3) — on Slack and Teams alike."""
+
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    MALFORMED_REQUEST = "MALFORMED_REQUEST"
+    NOT_CONFIGURED = "NOT_CONFIGURED"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    RATE_LIMITED = "RATE_LIMITED"
