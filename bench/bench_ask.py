@@ -3,13 +3,13 @@ latency at 100,000 facts.
 
 1. Accuracy: the labelled workspace (tests/fixtures/ask_questions.json: 225 facts of
    legal, finance, privileged and pending sources) is loaded into its own tenant through
-   the submission path; each of its questions is answered (`delivery.ask.answer_question`)
+   the submission path; each of its questions is answered (`delivery.ask.services.answer_question`)
    as its asker and judged as tests/delivery/test_ask_labelled.py judges it. Target ≥ 0.9.
 2. Latency: 100,000 more facts in the bench tenant (1,000 sources of 100 facts, half
    legal and half finance; names from a small vocabulary, so common words such as "lease"
    match tens of thousands of facts, plus 600 "Warehouse lease term N"), bulk-inserted
    with the search text the write path computes, the guardian rows synced, ANALYZEd. Then
-   `delivery.ask.search` (readable scoping, the full-text query, typo correction, the
+   `delivery.ask.services.search` (readable scoping, the full-text query, typo correction, the
    period filter) and `POST /v1/query`'s `versions_search` are timed as alice (legal) over
    a mix of name, typo, number and period questions. Target: p50 < 50 ms on PostgreSQL.
 """
@@ -86,7 +86,7 @@ def _askers(tenant_slug: str) -> dict[str, Any]:
 
 
 def _accuracy() -> tuple[float, int, list[str]]:
-    from delivery.ask import answer_question
+    from delivery.ask.services import answer_question
     from ingest.api.serializers import SubmissionInSerializer
     from ingest.services import submission_apply, submission_plan
     from tests.fixtures.ask_questions import JSON_PATH, answered_right, submissions
@@ -160,7 +160,7 @@ def _bulk_facts(tenant: Any) -> None:
 
 def _latencies(alice: Any) -> dict[str, list[float]]:
     from common.times import now_us
-    from delivery.ask import reader_for, search
+    from delivery.ask.services import reader_for, search
     from graph.search import versions_search
     from graph.selectors import readable_nodes, versions_visible
 
@@ -184,7 +184,7 @@ def run() -> dict[str, Any]:
     ctx = _support.setup()
     accuracy, asked, wrong = _accuracy()
     _bulk_facts(ctx.tenant)
-    from delivery.ask import search
+    from delivery.ask.services import search
 
     alice = ctx.people["alice"]
     assert [v.properties["name"] for v in search(alice, QUESTIONS[0])] == ["Zephyr lease term"]

@@ -342,8 +342,8 @@ def cards_per_second(ctx: _support.BenchContext, stub: StubProcess) -> dict[str,
     from django.db import connection
 
     import delivery.worker
-    from delivery.channels.slack import SlackChannel
     from delivery.models import Delivery, DeliveryStatus
+    from delivery.slack.channel import SlackChannel
     from jobs.tasks import ROUND_LEASES, work
 
     if SEND_THREADS:

@@ -24,7 +24,7 @@ from ingest.highlight import passage_highlighted
 from tenancy.models import Person
 
 from .cards import QUESTION_BY_KIND, linkable
-from .inbox import _person
+from .inbox.views import _person
 
 
 def _uuid(raw: Any) -> uuid.UUID | None:

@@ -7,7 +7,10 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 
 from clarify.api import views as clarify_views
 from common import error_views
-from delivery import documents, inbox
+from delivery import documents
+from delivery.email import views as email_views
+from delivery.inbox import away
+from delivery.inbox import views as inbox
 from graph.api import views as graph_views
 from identity.sso import SignInView
 from identity.urls import scim_v2, sso_urls
@@ -54,12 +57,14 @@ urlpatterns = [
     path("sso/", include(sso_urls)),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/answer", inbox.answer, name="inbox-answer"),
+    path("inbox/away/", away.away, name="inbox-away"),
     path("inbox/ask/", inbox.ask, name="inbox-ask"),
     path("inbox/ask/now", inbox.ask_now_view, name="inbox-ask-now"),
     path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),
     path("inbox/documents/<str:source_id>/", documents.document, name="inbox-document"),
+    path("email/answer/<str:nonce>/<str:choice>/", email_views.answer, name="email-answer"),
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
-    path("hooks/", include("delivery.hooks.urls")),
+    path("hooks/", include("delivery.urls")),
     path("scim/v2/", include(scim_v2)),
     # Whatever no route above serves under these prefixes: the contract's 404 body.
     re_path(r"^(?:v1|hooks|scim)/", error_views.unmatched),

@@ -111,7 +111,7 @@ def test_slack_hook_500_after_a_database_error_becomes_503(client, settings):
     )
     body = form_body(block_actions(action_id="clarify_answer_0", value=value))
     try:
-        with mock.patch("delivery.hooks.slack.delivery_for_nonce", side_effect=lookup_fails):
+        with mock.patch("delivery.slack.hooks.delivery_for_nonce", side_effect=lookup_fails):
             response = client.post(
                 "/hooks/slack/interactivity",
                 body,

@@ -20,8 +20,8 @@ import pytest
 from django.core.cache import cache
 from django.http.request import HttpRequest
 
-from delivery.hooks import slack as slack_hook
-from delivery.hooks import teams as teams_hook
+from delivery.slack import hooks as slack_hook
+from delivery.teams import hooks as teams_hook
 from tests.delivery.conftest_slack import (
     BOT_TOKEN,
     EVENTS,
@@ -50,7 +50,7 @@ def nothing_parsed(*also: str) -> Iterator[None]:
     """Fail on any parse of the payload: Bolt (handler, body parser), Django's form parser,
     `json.loads` in the hook modules; plus the dotted names in `also`."""
     targets = [
-        "delivery.hooks.slack.slack_handler",
+        "delivery.slack.hooks.slack_handler",
         "slack_bolt.request.request.parse_body",
         "slack_bolt.request.internals.parse_body",
         *also,
@@ -58,7 +58,7 @@ def nothing_parsed(*also: str) -> Iterator[None]:
     with ExitStack() as stack:
         for target in targets:
             stack.enter_context(mock.patch(target, _fail(target)))
-        for module in ("delivery.hooks.slack", "delivery.hooks.teams"):
+        for module in ("delivery.slack.hooks", "delivery.teams.hooks"):
             # The hook module's own `json` (not the json module: PyJWT needs that one).
             strict_json = SimpleNamespace(loads=_fail(f"{module}: json.loads"), dumps=json.dumps)
             stack.enter_context(mock.patch(f"{module}.json", strict_json))
@@ -167,7 +167,7 @@ def test_an_oversized_slack_request_is_413_before_verification(
     headers = signed_headers(body) if signed else {}
     before = db_state()
     with nothing_parsed(
-        "delivery.hooks.slack.signature_ok", "slack_sdk.signature.SignatureVerifier.is_valid"
+        "delivery.slack.hooks.signature_ok", "slack_sdk.signature.SignatureVerifier.is_valid"
     ):
         resp = post_slack(client, url, body, headers)
     refused(resp, 413, "PAYLOAD_TOO_LARGE")
@@ -240,7 +240,7 @@ def test_an_oversized_teams_request_is_413_before_the_token_is_checked(
     activity["text"] = "x" * (settings.HOOK_MAX_BODY_BYTES + 1)
     authorization = f"Bearer {teams_token()}" if token else None
     before = db_state()
-    with nothing_parsed("delivery.hooks.teams.verify_token"):
+    with nothing_parsed("delivery.teams.hooks.verify_token"):
         resp = post_teams(client, json.dumps(activity), authorization)
     refused(resp, 413, "PAYLOAD_TOO_LARGE")
     assert not changed(before, db_state())

@@ -12,9 +12,10 @@ from tenancy.models import Person
 from .base import Channel, DeliveryError
 
 CHANNEL_CLASSES = {
-    "teams": "delivery.channels.teams.TeamsChannel",
-    "slack": "delivery.channels.slack.SlackChannel",
-    "inbox": "delivery.channels.inbox.InboxChannel",
+    "teams": "delivery.teams.channel.TeamsChannel",
+    "slack": "delivery.slack.channel.SlackChannel",
+    "inbox": "delivery.inbox.channel.InboxChannel",
+    "email": "delivery.email.channel.EmailChannel",
 }
 
 

@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 from django.core.cache import cache
 
-import delivery.channels.teams
-import delivery.teams_auth
+import delivery.teams.auth
+import delivery.teams.channel
 import delivery.worker
 from tenancy.models import PersonAlias
 
@@ -152,8 +152,8 @@ def teams_stub() -> Iterator[TeamsStub]:
 
 
 def _reset_caches() -> None:
-    delivery.teams_auth.reset_cache()
-    delivery.channels.teams.reset_token_cache()
+    delivery.teams.auth.reset_cache()
+    delivery.teams.channel.reset_token_cache()
     cache.clear()
 
 

@@ -15,9 +15,9 @@ import pytest
 from django.db import IntegrityError, transaction
 from django.test import Client
 
-import delivery.ask
+import delivery.ask.services
 from clarify.models import AuditEvent, Clarification, ResponseRecord
-from delivery.ask import (
+from delivery.ask.services import (
     answer_question,
     ask_now,
     chat_exchange_record,
@@ -67,11 +67,11 @@ def finish_all_routing() -> None:
 # --- the handler has no route to the answer path ----------------------------------------------
 
 FORBIDDEN_NAMES = {"clarification_answer", "card_action_process", "bind"}
-ASK_MODULES = ["delivery/ask.py", "delivery/provenance.py", "delivery/hooks/teams_ask.py"]
+ASK_MODULES = ["delivery/ask/services.py", "delivery/provenance.py", "delivery/teams/ask_hook.py"]
 # Ask handlers that live next to card handling: proven by the functions they can reach.
 ASK_LISTENERS = {
-    "delivery/hooks/slack.py": ["on_ask_message", "on_ask_mention", "on_ask_now"],
-    "delivery/inbox.py": ["ask", "ask_now_view"],
+    "delivery/slack/hooks.py": ["on_ask_message", "on_ask_mention", "on_ask_now"],
+    "delivery/inbox/views.py": ["ask", "ask_now_view"],
 }
 # What the reachable code may import from the clarify and delivery packages (module →
 # names): reads, the audit log, the routing queue, and the ask module itself.
@@ -236,8 +236,8 @@ def test_the_listener_check_follows_helpers_and_imports() -> None:
     ("path", "roots"), [(p, r) for p, roots in ASK_LISTENERS.items() for r in roots]
 )
 def test_the_channel_ask_listeners_reach_nothing_of_the_answer_path(path: str, roots: str) -> None:
-    """The Slack ask listeners live in hooks/slack.py next to the card handlers, and the
-    inbox ask views in delivery/inbox.py next to the answer view: every function they can
+    """The Slack ask listeners live in delivery/slack/hooks.py next to the card handlers, and the
+    inbox ask views in delivery/inbox/views.py next to the answer view: every function they can
     reach, and every name those import, is clear of the answer path."""
     source = (ROOT / path).read_text()
     reached = reachable_functions(path, source, [roots])
@@ -245,30 +245,30 @@ def test_the_channel_ask_listeners_reach_nothing_of_the_answer_path(path: str, r
     assert listener_problems(path, source, [roots]) == set()
     # They do reach the ask module (the check is not looking at the wrong code).
     modules = {m for m, _ in imported_names(path, source, reached)}
-    assert "delivery.ask" in modules
+    assert "delivery.ask.services" in modules
 
 
 def test_the_teams_hook_hands_ask_activities_over_before_any_card_handling() -> None:
-    """In the Teams hook, ask in chat (`teams_ask.handle`) answers first; `handle_action`
+    """In the Teams hook, ask in chat (`ask_hook.handle`) answers first; `handle_action`
     is only reached when it declined the activity."""
-    tree = ast.parse((ROOT / "delivery/hooks/teams.py").read_text())
+    tree = ast.parse((ROOT / "delivery/teams/hooks.py").read_text())
     [messages] = [n for n in tree.body if isinstance(n, ast.FunctionDef) and n.name == "messages"]
     calls = [
         ast.unparse(n.func)
         for n in ast.walk(messages)
-        if isinstance(n, ast.Call) and ast.unparse(n.func) in ("teams_ask.handle", "handle_action")
+        if isinstance(n, ast.Call) and ast.unparse(n.func) in ("ask_hook.handle", "handle_action")
     ]
     lines = {
         ast.unparse(n.func): n.lineno
         for n in ast.walk(messages)
-        if isinstance(n, ast.Call) and ast.unparse(n.func) in ("teams_ask.handle", "handle_action")
+        if isinstance(n, ast.Call) and ast.unparse(n.func) in ("ask_hook.handle", "handle_action")
     }
-    assert set(calls) == {"teams_ask.handle", "handle_action"}
-    assert lines["teams_ask.handle"] < lines["handle_action"]
+    assert set(calls) == {"ask_hook.handle", "handle_action"}
+    assert lines["ask_hook.handle"] < lines["handle_action"]
 
 
 def test_the_ask_module_imports_only_read_scoping_and_the_queue_from_clarify() -> None:
-    tree = ast.parse((ROOT / "delivery/ask.py").read_text())
+    tree = ast.parse((ROOT / "delivery/ask/services.py").read_text())
     from_clarify = {
         (n.module, a.name)
         for n in ast.walk(tree)
@@ -768,7 +768,7 @@ def test_a_failing_write_rolls_back_the_block_event_too(world, people, monkeypat
     def broken(**kwargs: Any) -> None:
         raise ProvenanceError("simulated")
 
-    monkeypatch.setattr(delivery.ask, "chat_exchange_record", broken)
+    monkeypatch.setattr(delivery.ask.services, "chat_exchange_record", broken)
     before = rows()
     with pytest.raises(ProvenanceError):
         respond(person=people["alice"], question="settlement payment", channel="slack")

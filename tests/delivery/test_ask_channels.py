@@ -13,8 +13,8 @@ from typing import Any
 import pytest
 from django.test import Client
 
-import delivery.ask
-import delivery.hooks.slack as slack_hooks
+import delivery.ask.services
+import delivery.slack.hooks as slack_hooks
 from clarify.models import AuditEvent, Clarification
 from delivery.models import ChatTurn, Delivery
 from delivery.provenance import RESTRICTED_TEASER
@@ -126,8 +126,8 @@ def test_slack_with_ask_off_acks_and_writes_nothing(
     def never(**kwargs: Any) -> None:
         raise AssertionError("the ask handler must not be reached with ASK_ENABLED off")
 
-    monkeypatch.setattr(delivery.ask, "respond", never)
-    monkeypatch.setattr(delivery.ask, "ask_now", never)
+    monkeypatch.setattr(delivery.ask.services, "respond", never)
+    monkeypatch.setattr(delivery.ask.services, "ask_now", never)
     finish_routing(world.msa)
     before = rows()
     ask_slack(im_message(MSA_QUESTION))
@@ -219,7 +219,7 @@ def test_an_unmapped_slack_identity_never_reaches_the_handler(
     def never(**kwargs: Any) -> None:
         raise AssertionError("an unmapped identity reached the ask handler")
 
-    monkeypatch.setattr(delivery.ask, "respond", never)
+    monkeypatch.setattr(delivery.ask.services, "respond", never)
     user = {"unknown": "U0NOBODY", "other-tenant-only": "U0GINA"}.get(how, "U0ALICE")
     gina = globex.people["gina"]
     if how in ("other-tenant-only", "ambiguous"):
@@ -232,7 +232,7 @@ def test_an_unmapped_slack_identity_never_reaches_the_handler(
         alice.erased_at = alice.created_at
         alice.save(update_fields=["erased_at"])
     before = rows()
-    with caplog.at_level(logging.INFO, logger="delivery.hooks.slack"):
+    with caplog.at_level(logging.INFO, logger="delivery.slack.hooks"):
         ask_slack(im_message(MSA_QUESTION, user=user, channel=f"D{user[1:]}"))
     assert rows() == before
     assert any("unmapped slack identity" in r.getMessage() for r in caplog.records)
@@ -361,14 +361,14 @@ def test_unparseable_provenance_is_blocked(
     ask_on, world, ask_slack, slack_stub, monkeypatch
 ) -> None:
     """Should a bug hand the gate garbage, the body still never crosses."""
-    real = delivery.ask.answer_question
+    real = delivery.ask.services.answer_question
 
     def garbled(person: Any, question: str) -> Any:
         answer = real(person, question)
         answer.provenance = "privileged"  # type: ignore[assignment]
         return answer
 
-    monkeypatch.setattr(delivery.ask, "answer_question", garbled)
+    monkeypatch.setattr(delivery.ask.services, "answer_question", garbled)
     before = rows(ChatTurn)
     ask_slack(im_message(MSA_QUESTION))
     assert slack_bodies(slack_stub).count("MSA term") == 0
@@ -381,8 +381,8 @@ def test_unparseable_provenance_is_blocked(
 def test_the_gate_blocks_unparseable_provenance_before_the_write(world, people) -> None:
     from delivery.provenance import gate_outbound
 
-    answer = delivery.ask.answer_question(people["alice"], MSA_QUESTION)
-    result = gate_outbound(delivery.ask.render(answer), [{"kind": "source"}], [])
+    answer = delivery.ask.services.answer_question(people["alice"], MSA_QUESTION)
+    result = gate_outbound(delivery.ask.services.render(answer), [{"kind": "source"}], [])
     assert result.body == RESTRICTED_TEASER and result.reason == "UNPARSEABLE_PROVENANCE"
 
 
@@ -579,8 +579,8 @@ def test_teams_with_ask_off_behaves_as_before(
     def never(**kwargs: Any) -> None:
         raise AssertionError("the ask handler must not be reached with ASK_ENABLED off")
 
-    monkeypatch.setattr(delivery.ask, "respond", never)
-    monkeypatch.setattr(delivery.ask, "ask_now", never)
+    monkeypatch.setattr(delivery.ask.services, "respond", never)
+    monkeypatch.setattr(delivery.ask.services, "ask_now", never)
     finish_routing(world.msa)
     # The conversation reference is remembered as it always was; nothing else is written.
     assert teams_post(teams_message(teams_stub.service_url, "hi")).status_code == 200
@@ -702,7 +702,7 @@ def test_a_card_that_would_quote_a_restricted_excerpt_is_not_sent(
     """Belt and braces: were the card ever to carry what the body does not (here a fact
     name rewritten after the body was gated), the card's own gate check keeps it back and
     the gated body goes as text."""
-    import delivery.hooks.teams_ask as teams_ask
+    import delivery.teams.ask_hook as teams_ask
 
     real = teams_ask.answer_card
 
@@ -760,7 +760,7 @@ def test_an_unmapped_teams_sender_never_reaches_the_handler(
     def never(**kwargs: Any) -> None:
         raise AssertionError("an unmapped identity reached the ask handler")
 
-    monkeypatch.setattr(delivery.ask, "respond", never)
+    monkeypatch.setattr(delivery.ask.services, "respond", never)
     before = rows()
     activity = teams_message(
         teams_stub.service_url, MSA_QUESTION, user_id="29:nobody", aad_object_id=None

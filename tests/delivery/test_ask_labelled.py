@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from delivery.ask import answer_question, respond
+from delivery.ask.services import answer_question, respond
 from delivery.models import ChatTurn
 from delivery.provenance import RESTRICTED_TEASER
 from tests.fixtures.ask_questions import JSON_PATH, answered_right, build, submissions

@@ -9,9 +9,9 @@ import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
-import delivery.ask
+import delivery.ask.services
 from common.times import to_us
-from delivery.ask import answer_question
+from delivery.ask.services import answer_question
 
 from ..graph.test_asof import TX_TO_OR
 from .conftest import build_submission
@@ -58,7 +58,7 @@ def test_a_period_finds_facts_by_valid_time_whenever_it_is_asked(
 ):
     """The same answers asked before, among and after all of these facts' validity: the
     time of asking filters nothing."""
-    monkeypatch.setattr(delivery.ask, "now_us", lambda: us(asked_in, 5, 17))
+    monkeypatch.setattr(delivery.ask.services, "now_us", lambda: us(asked_in, 5, 17))
     for question, names in QUESTIONS:
         answer = answer_question(people["alice"], question)
         assert [e.name for e in answer.evidence] == names, question
@@ -110,7 +110,7 @@ def test_a_period_is_read_from_the_current_versions_without_the_time_of_asking(
     scan) and valid time compared with the period only — the time of asking appears in
     none of them."""
     asked = us(2026, 5, 17) + 123_457
-    monkeypatch.setattr(delivery.ask, "now_us", lambda: asked)
+    monkeypatch.setattr(delivery.ask.services, "now_us", lambda: asked)
     with CaptureQueriesContext(connection) as ctx:
         answer = answer_question(people["alice"], "Which leases start in 2031?")
     assert [e.name for e in answer.evidence] == ["Orchard lease"]

@@ -7,7 +7,7 @@ from typing import Any
 from django.test import Client
 
 from clarify.models import AuditEvent
-from delivery.ask import respond
+from delivery.ask.services import respond
 from delivery.provenance import RESTRICTED_TEASER
 from graph.models import Source, SourceGroupObjectPermission, SourceVersion
 

@@ -9,11 +9,11 @@ from typing import Any
 import pytest
 
 from common.times import to_us
-from delivery.ask import answer_question, respond
+from delivery.ask.questions import END, START, question_parse
+from delivery.ask.retrieval import NEAR_BEST
+from delivery.ask.services import answer_question, respond
 from delivery.models import ChatTurn
 from delivery.provenance import RESTRICTED_TEASER
-from delivery.questions import END, START, question_parse
-from delivery.retrieval import NEAR_BEST
 from graph.models import Node, NodeVersion, Source
 from graph.search import ranked
 from graph.services import search_text_for, source_acl_set
@@ -250,7 +250,7 @@ def test_a_period_count_is_of_the_facts_it_lists(
 ):
     # Restricted facts earlier in the period fill the first places of the date order:
     # they are neither counted nor make the count "more than".
-    monkeypatch.setattr("delivery.retrieval.MAX_LISTED", 3)
+    monkeypatch.setattr("delivery.ask.retrieval.MAX_LISTED", 3)
     for n in range(2):
         fact(ingest_client, f"r{n}", f"Osprey {n}", restriction="privileged", start=us(2040, 1, 1))
     for n in range(readable):

@@ -155,7 +155,7 @@ def test_a_deleted_person_is_gone_from_scim_but_their_answers_stay(scim, submit,
 
 
 def test_a_deprovisioned_person_cannot_ask_in_chat(people):
-    from delivery.hooks.slack import slack_person
+    from delivery.slack.hooks import slack_person
 
     assert slack_person("U0ALICE") == people["alice"]
     person_deprovision(person=people["alice"])

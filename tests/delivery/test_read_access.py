@@ -22,7 +22,7 @@ from clarify.models import AuditEvent, ResponseRecord
 from delivery.actions import DROPPED, MOVED, CardTap, card_tap_process
 from delivery.cards import MOVED_ON
 from delivery.identity import ChatIdentity
-from delivery.inbox import open_cards
+from delivery.inbox.views import open_cards
 from delivery.models import Delivery, DeliveryStatus, NonceState
 from graph.models import NodeVersion
 from jobs.models import JobStatus

@@ -15,16 +15,15 @@ from django.contrib.auth.models import User
 from django.test import Client
 from slack_sdk.models.blocks import DatePickerElement, InputBlock, SectionBlock
 
-import delivery.hooks.slack as slack_hooks
+import delivery.slack.hooks as slack_hooks
 import delivery.worker
 from clarify.models import AuditEvent, Clarification, ResponseRecord, State
 from clarify.stewardship import clarification_reask
 from delivery.cards import Escalation, build_card, build_escalation
 from delivery.channels import DeliveryError, configured_channels
-from delivery.channels.slack import SlackChannel, delivery_error
 from delivery.models import CardAction, Delivery, DeliveryStatus, NonceState
 from delivery.restriction import excerpt_for_chat
-from delivery.slack_blocks import (
+from delivery.slack.blocks import (
     BlockKitError,
     card_blocks,
     card_message,
@@ -33,6 +32,7 @@ from delivery.slack_blocks import (
     message_blocks,
     validate_message_blocks,
 )
+from delivery.slack.channel import SlackChannel, delivery_error
 from graph.models import Node, NodeVersion
 from jobs import tasks
 from jobs.models import Job, JobStatus
@@ -854,7 +854,7 @@ def test_input_blocks_are_refused_in_messages():
 def test_the_channel_never_sends_a_message_with_an_input_block(
     slack_settings, slack_stub, delivered, monkeypatch
 ):
-    import delivery.channels.slack as slack_channel
+    import delivery.slack.channel as slack_channel
 
     card = delivered()
     clar = Clarification.objects.get(pk=card.clar.pk)

@@ -41,7 +41,7 @@ from delivery.cards import Card, CardButton, Escalation, build_card, build_escal
 from delivery.identity import ChatIdentity
 from delivery.models import CardAction
 from delivery.restriction import RESTRICTED_CARD_TEXT, excerpt_for_chat, gated_card
-from delivery.slack_blocks import (
+from delivery.slack.blocks import (
     MAX_DIGEST_CARDS,
     BlockKitError,
     ask_blocks,
@@ -350,7 +350,7 @@ def test_slack_sdk_refuses_what_slack_would_and_so_do_we():
 
 # --- the shape: rules in delivery.actions, channels parse and render -------------------------
 
-ADAPTERS = ["delivery/hooks/slack.py", "delivery/hooks/teams.py", "delivery/inbox.py"]
+ADAPTERS = ["delivery/slack/hooks.py", "delivery/teams/hooks.py", "delivery/inbox/views.py"]
 # What only the pipeline may do: answer, audit a refused tap, look a nonce up, bind an
 # alias, parse a date input.
 PIPELINE_ONLY = {

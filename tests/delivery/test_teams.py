@@ -16,9 +16,9 @@ import delivery.worker
 from clarify.models import AuditEvent, Clarification, ResponseRecord, State
 from delivery.cards import build_card
 from delivery.channels import configured_channels
-from delivery.channels.teams import TeamsChannel
 from delivery.models import CardAction, Delivery, DeliveryStatus, TeamsConversation
-from delivery.teams_cards import question_card
+from delivery.teams.adaptive import question_card
+from delivery.teams.channel import TeamsChannel
 from graph.models import NodeVersion
 from jobs import tasks
 from jobs.models import Job, JobStatus

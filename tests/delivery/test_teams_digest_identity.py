@@ -19,7 +19,7 @@ from clarify.stewardship import clarification_reask
 from delivery.cards import Card, CardButton
 from delivery.digests import digests_flush
 from delivery.models import ChatTurn, Delivery, DeliveryStatus, NonceState, TeamsConversation
-from delivery.teams_cards import MAX_DIGEST_CARDS, digest_card
+from delivery.teams.adaptive import MAX_DIGEST_CARDS, digest_card
 from tenancy.models import PersonAlias
 
 from .conftest import JUL_2026, JUN_2026, SPAN_TEXT, submit_with

@@ -10,7 +10,7 @@ import pytest
 
 from common.times import to_us
 from delivery.actions import BAD_DATE, CustomInputs, custom_answer_parse
-from delivery.questions import END, START, question_parse
+from delivery.ask.questions import END, START, question_parse
 
 NOW = to_us(datetime(2026, 12, 3, 9, tzinfo=UTC))  # a Thursday
 

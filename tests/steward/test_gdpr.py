@@ -24,7 +24,7 @@ from clarify.stewardship import (
     scrub,
 )
 from delivery.actions import ANSWERED, DROPPED, card_action_process
-from delivery.ask import respond
+from delivery.ask.services import respond
 from delivery.models import CardAction, ChatTurn, Delivery, TeamsConversation
 from graph.models import Node, NodeVersion
 from ingest.models import Document

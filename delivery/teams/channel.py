@@ -12,9 +12,9 @@ from django.conf import settings
 from tenancy.models import Person
 
 from ..cards import Card, Escalation
+from ..channels.base import Channel, DeliveryError
 from ..models import TeamsConversation
-from ..teams_cards import attachment, digest_card, escalation_card, question_card
-from .base import Channel, DeliveryError
+from .adaptive import attachment, digest_card, escalation_card, question_card
 
 SCOPE = "https://api.botframework.com/.default"
 TIMEOUT_SECONDS = 10

@@ -16,7 +16,8 @@ from slack_sdk.errors import SlackApiError, SlackClientError
 from tenancy.models import AliasKind, Person
 
 from ..cards import Card, Escalation
-from ..slack_blocks import (
+from ..channels.base import Channel, DeliveryError
+from .blocks import (
     BlockKitError,
     card_fallback,
     card_message,
@@ -24,7 +25,6 @@ from ..slack_blocks import (
     digest_message,
     escalation_message,
 )
-from .base import Channel, DeliveryError
 
 log = logging.getLogger(__name__)
 

@@ -1,15 +1,15 @@
-"""Ask in chat on Teams (ASK_ENABLED), called from `delivery.hooks.teams.messages` after the
+"""Ask in chat on Teams (ASK_ENABLED), called from `delivery.teams.hooks.messages` after the
 token is verified and the sender is bound to a person through a verified alias (an unmapped
 sender never gets here).
 
-* A `message` activity with text and no `value` is a question: `delivery.ask.respond` with
+* A `message` activity with text and no `value` is a question: `delivery.ask.services.respond` with
   channel "teams" (read-scoped, gated for chat) and the answer posted back to the
-  conversation with `delivery.channels.teams.post_activity`: when the gate let the body
+  conversation with `delivery.teams.channel.post_activity`: when the gate let the body
   through, as an Adaptive Card (the answer, each cited fact with its verdict, count, caveat
   and "Open full trace", the verification counts, "Ask <person> now?") whose
   `fallbackText` is the plain-text body; when it did not, the static teaser as text only.
 * `{"kind": "ask_now", "clarificationId"}` — as an `adaptiveCard/action` invoke or as the
-  `Action.Submit` fallback message — is `delivery.ask.ask_now`.
+  `Action.Submit` fallback message — is `delivery.ask.services.ask_now`.
 
 Only a personal (1:1) conversation gets an answer: one scoped to what the asker may read
 must not be posted where others read along.
@@ -25,13 +25,13 @@ from django.http import HttpResponse, JsonResponse
 from tenancy.models import Person
 
 from ..channels.base import DeliveryError
-from ..channels.teams import post_activity
 from ..models import TeamsConversation
 from ..provenance import RESTRICTED_TEASER, ProvenanceError, gate_outbound
-from ..teams_cards import SCHEMA, attachment
+from .adaptive import SCHEMA, attachment
+from .channel import post_activity
 
 if TYPE_CHECKING:
-    from ..ask import AskAnswer
+    from ..ask.services import AskAnswer
 
 log = logging.getLogger("telha.audit")
 
@@ -84,7 +84,7 @@ def handle(person: Person | None, activity: dict[str, Any]) -> HttpResponse | No
 
 
 def _ask_now(person: Person | None, data: dict[str, Any]) -> str:
-    from ..ask import NOTHING_TO_ASK, ask_now
+    from ..ask.services import NOTHING_TO_ASK, ask_now
 
     if person is None:
         return NOTHING_TO_ASK
@@ -92,7 +92,7 @@ def _ask_now(person: Person | None, data: dict[str, Any]) -> str:
 
 
 def answer_message(person: Person, activity: dict[str, Any], text: str) -> None:
-    from ..ask import respond
+    from ..ask.services import respond
 
     conversation_type = (activity.get("conversation") or {}).get("conversationType")
     if conversation_type not in (None, "", "personal"):
@@ -139,7 +139,7 @@ def answer_card(answer: "AskAnswer", *, fallback: str) -> dict[str, Any]:
     each cited fact with its validity, verdict, confirmation count, caveat (when pending)
     and an "Open full trace" link, the verification counts, and "Ask <person> now?".
     `fallbackText` is the plain-text rendering, for clients that cannot show the card."""
-    from ..ask import ask_now_text, verification_counts
+    from ..ask.services import ask_now_text, verification_counts
 
     body: list[dict[str, Any]] = [_text(answer.text, weight="Bolder")]
     for i, e in enumerate(answer.evidence):

@@ -6,7 +6,7 @@ from typing import Any
 
 from django.conf import settings
 
-from .cards import SOMETHING_ELSE, Card, Escalation
+from ..cards import SOMETHING_ELSE, Card, Escalation
 
 SCHEMA = "http://adaptivecards.io/schemas/adaptive-card.json"
 

@@ -38,14 +38,14 @@ from ..actions import (
     delivery_for_nonce,
 )
 from ..cards import Card, shown_outcome
+from ..hooks.guard import teams_activity_problem
+from ..hooks.ratelimit import rate_limit_hit, too_many_requests
 from ..identity import ChatIdentity
 from ..models import Delivery, DeliveryKind, TeamsConversation
 from ..restriction import card_as_it_stands
-from ..teams_auth import TeamsAuthError, check_activity, verify_token
-from ..teams_cards import MAX_DIGEST_CARDS, digest_card, input_id, question_card
-from . import teams_ask
-from .guard import teams_activity_problem
-from .ratelimit import rate_limit_hit, too_many_requests
+from . import ask_hook
+from .adaptive import MAX_DIGEST_CARDS, digest_card, input_id, question_card
+from .auth import TeamsAuthError, check_activity, verify_token
 
 log = logging.getLogger("telha.audit")
 MAX_BODY_BYTES = 256 * 1024
@@ -142,7 +142,7 @@ def delivery_of(data: dict[str, Any] | None) -> Delivery | None:
 
 def _tenant_of_ask_now(data: dict[str, Any] | None) -> Tenant | None:
     """The tenant of the clarification an "Ask <person> now?" action names (ask in chat)."""
-    if not settings.ASK_ENABLED or not data or data.get("kind") != teams_ask.ASK_NOW_KIND:
+    if not settings.ASK_ENABLED or not data or data.get("kind") != ask_hook.ASK_NOW_KIND:
         return None
     try:
         pk = uuid.UUID(str(data.get("clarificationId")))
@@ -346,10 +346,10 @@ def messages(request: HttpRequest) -> HttpResponse:
         if kind in ("conversationUpdate", "message", "invoke"):
             for someone in people:  # each workspace's verified alias binds its own person
                 remember_conversation(someone, activity)
-    if settings.ASK_ENABLED:  # ask in chat; off: nothing below changes (hooks/teams_ask.py)
+    if settings.ASK_ENABLED:  # ask in chat; off: nothing below changes (hooks/ask_hook.py)
         # A person deprovisioned by the identity provider asks nothing.
         asker = person if person is not None and person.deactivated_at is None else None
-        asked = teams_ask.handle(asker, activity)
+        asked = ask_hook.handle(asker, activity)
         if asked is not None:
             return asked
     if data is None:
@@ -386,8 +386,8 @@ def _unmapped(activity: dict[str, Any], delivery: Delivery | None) -> HttpRespon
 
 def _reply(person: Any, body: dict[str, Any]) -> None:
     from ..channels.base import DeliveryError
-    from ..channels.teams import post_activity
-    from ..teams_cards import attachment
+    from .adaptive import attachment
+    from .channel import post_activity
 
     conversation = TeamsConversation.objects.filter(person=person).first()
     if conversation is None:

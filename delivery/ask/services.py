@@ -24,11 +24,11 @@ from graph.selectors import readable_nodes
 from tenancy.auth import Caller
 from tenancy.models import Person
 
-from .cards import OPEN_STATES, candidate_label
-from .models import ChatTurn
-from .provenance import gate_outbound, normalize_channel_origin, parse_restriction_provenance
+from ..cards import OPEN_STATES, candidate_label
+from ..models import ChatTurn
+from ..provenance import gate_outbound, normalize_channel_origin, parse_restriction_provenance
+from ..restriction import restricted_excerpts_in
 from .questions import END, START, Question, question_parse
-from .restriction import restricted_excerpts_in
 from .retrieval import Found, evidence_for
 
 NOTHING_TO_ASK = "There is nothing to ask about that any more."
@@ -97,7 +97,7 @@ def _valid_text(v: NodeVersion) -> str:
 
 def search(person: Person, question: str) -> list[NodeVersion]:
     """The current versions of readable facts that answer `question`, best first
-    (`delivery.retrieval`: full-text search, the period filter, the best match and
+    (`delivery.ask.retrieval`: full-text search, the period filter, the best match and
     those nearly as relevant); deterministic, no model."""
     parsed = question_parse(question, now_us=now_us())
     return evidence_for(readable_nodes(reader_for(person)), parsed).versions

@@ -9,8 +9,9 @@ from django.http import HttpResponse
 from django.urls import URLPattern, path
 from django.views.decorators.csrf import csrf_exempt
 
-from . import slack, teams
-from .ratelimit import hook_rate_limited
+from .hooks.ratelimit import hook_rate_limited
+from .slack import hooks as slack
+from .teams import hooks as teams
 
 
 def hook(route: str, view: Callable[..., HttpResponse], name: str) -> URLPattern:

@@ -26,16 +26,18 @@ from clarify.models import State
 from clarify.routing import skip_reasons_by_clarification
 from tenancy.models import Person, Rights
 
-from .actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
-from .cards import (
+from ..actions import ANSWERED, CustomInputs, card_action_process, delivery_for_nonce
+from ..cards import (
     Escalation,
     build_card,
     build_escalation,
     build_steward_notice,
     candidate_label,
+    card_of_row,
 )
-from .models import Delivery, DeliveryKind, NonceState
-from .restriction import excerpt_for_chat
+from ..models import Delivery, DeliveryKind, NonceState
+from ..restriction import excerpt_for_chat
+from .away import delegated_cards
 
 
 def _person(request: HttpRequest) -> Person | None:
@@ -50,7 +52,9 @@ def open_cards(person: Person) -> list[dict[str, Any]]:
             person=person, kind=DeliveryKind.QUESTION, nonce_state=NonceState.ACTIVE
         )
         .exclude(clarification__state__in=[State.ANSWERED])
-        .select_related("clarification__source_version__source", "clarification__target")
+        .select_related(
+            "clarification__source_version__source", "clarification__target", "on_behalf_of"
+        )
         .order_by("-created_at")
     )
     seen: set[Any] = set()
@@ -61,7 +65,9 @@ def open_cards(person: Person) -> list[dict[str, Any]]:
         seen.add(d.clarification_id)
         cards.append(
             {
-                "card": build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)),
+                "card": card_of_row(
+                    build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)), d
+                ),
                 "delivery": d,
             }
         )
@@ -132,8 +138,11 @@ def inbox(request: HttpRequest) -> HttpResponse:
     person = _person(request)
     cards = open_cards(person) if person is not None else []
     stewarding = steward_items(person) if person is not None else []
+    delegated = delegated_cards(person) if person is not None else []
     return render(
-        request, "inbox/inbox.html", {"person": person, "cards": cards, "stewarding": stewarding}
+        request,
+        "inbox/inbox.html",
+        {"person": person, "cards": cards, "stewarding": stewarding, "delegated": delegated},
     )
 
 
@@ -267,7 +276,7 @@ def ask(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
     from django.http import Http404
 
-    from .ask import respond
+    from ..ask.services import respond
 
     if not settings.ASK_ENABLED:
         raise Http404("Asking is not enabled.")
@@ -287,7 +296,7 @@ def ask_now_view(request: HttpRequest) -> HttpResponse:
     from django.conf import settings
     from django.http import Http404
 
-    from .ask import ask_now
+    from ..ask.services import ask_now
 
     person = _person(request)
     if not settings.ASK_ENABLED or person is None:
@@ -317,7 +326,7 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
     from graph.selectors import readable_nodes
     from graph.timeline import versions_svg
 
-    from .ask import reader_for
+    from ..ask.services import reader_for
 
     person = _person(request)
     try:

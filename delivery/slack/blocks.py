@@ -34,7 +34,7 @@ from slack_sdk.models.blocks import (
 )
 from slack_sdk.models.views import View
 
-from .cards import SOMETHING_ELSE, Card, Escalation
+from ..cards import SOMETHING_ELSE, Card, Escalation
 
 JSON = dict[str, Any]
 

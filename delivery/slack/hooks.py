@@ -60,12 +60,19 @@ from ..actions import (
     delivery_for_nonce,
 )
 from ..cards import build_card, shown_outcome
-from ..channels.slack import api_url, message_ref, parse_message_ref
+from ..hooks.guard import slack_payload_problem
+from ..hooks.ratelimit import (
+    RETRY_AFTER_UNAVAILABLE,
+    CacheUnavailable,
+    cache_add,
+    rate_limit_hit,
+    rate_limited_body,
+)
 from ..identity import ChatIdentity
 from ..models import Delivery, DeliveryKind, NonceState
 from ..provenance import RESTRICTED_TEASER
 from ..restriction import card_as_it_stands, gated_card
-from ..slack_blocks import (
+from .blocks import (
     ANSWER_ACTION_PREFIX,
     ASK_NOW_ACTION,
     CUSTOM_CALLBACK_ID,
@@ -87,14 +94,7 @@ from ..slack_blocks import (
     message_blocks,
     replace_card,
 )
-from .guard import slack_payload_problem
-from .ratelimit import (
-    RETRY_AFTER_UNAVAILABLE,
-    CacheUnavailable,
-    cache_add,
-    rate_limit_hit,
-    rate_limited_body,
-)
+from .channel import api_url, message_ref, parse_message_ref
 
 log = logging.getLogger(__name__)
 
@@ -547,7 +547,7 @@ def on_custom_answer(
 #
 # Registered only when ASK_ENABLED is on (off: `ack_only`, exactly as before). Order: ack →
 # bind the Slack user through the `slackUserId` alias (unmapped: logged, the handler is never
-# reached) → `delivery.ask.respond` (read-scoped, gated for chat) → `chat.postMessage` of
+# reached) → `delivery.ask.services.respond` (read-scoped, gated for chat) → `chat.postMessage` of
 # the gated body. An `app_mention` in a shared channel is answered by direct message: the
 # answer is scoped to what the asker may read, not to what the channel's members may read.
 
@@ -571,7 +571,7 @@ def _post(client: WebClient, **kwargs: Any) -> bool:
 
 
 def _answer_event(event: dict[str, Any], client: WebClient, *, in_dm: bool) -> None:
-    from ..ask import respond
+    from ..ask.services import respond
 
     slack_user = str(event.get("user") or "")
     channel = str(event.get("channel") or "")
@@ -621,10 +621,10 @@ def on_ask_mention(ack: Callable[..., None], event: dict[str, Any], client: WebC
 
 
 def on_ask_now(ack: Callable[..., None], body: dict[str, Any], client: WebClient) -> None:
-    """ "Ask <person> now?": bind the Slack user, then `delivery.ask.ask_now` (it dedups
+    """ "Ask <person> now?": bind the Slack user, then `delivery.ask.services.ask_now` (it dedups
     against the clarification's routing job); the button's message is updated with the
     outcome."""
-    from ..ask import ask_now
+    from ..ask.services import ask_now
 
     ack()
     action = (body.get("actions") or [{}])[0]

@@ -4,7 +4,7 @@ recording: the delivery row is what the page shows."""
 from tenancy.models import Person
 
 from ..cards import Card, Escalation
-from .base import Channel
+from ..channels.base import Channel
 
 
 class InboxChannel(Channel):
