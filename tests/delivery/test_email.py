@@ -350,3 +350,18 @@ def test_a_steward_reached_by_email_gets_the_redacted_escalation(mailbox, settin
         assert links_of(part) == []
     [row] = deliveries(clar, kind=DeliveryKind.ESCALATION)
     assert (row.channel, row.status, row.redacted) == ("email", DeliveryStatus.SENT, True)
+
+
+def test_a_link_signed_out_offers_the_tenants_single_sign_on_back_to_it(mailbox, submit):
+    from identity.models import SsoProvider
+
+    clar = submit(links=[("AUTHORED_BY", "alice")])
+    SsoProvider.objects.create(
+        tenant=clar.tenant, issuer="https://idp.acme.test", client_id="c", client_secret="s"
+    )
+    run_worker()
+    link = path_of(links_of(parts(only_message(mailbox, "alice@acme.test"))[0])[0])
+    browser = Client()
+    to_login = browser.get(link)["Location"]
+    page = browser.get(to_login).content.decode()
+    assert f'href="/sso/acme/login/?next={link.replace("/", "%2F")}"' in page
