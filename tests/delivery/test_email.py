@@ -195,7 +195,7 @@ def test_a_person_reached_only_by_email_answers_through_the_link(mailbox, submit
     assert [(h["outcome"], h["channel"]) for h in history] == [("delivered", "email")]
     out = StringIO()
     call_command("clarify", "show", str(clar.pk), stdout=out)
-    assert "email" in out.getvalue()
+    assert f"attempt 0: {alice.pk} — delivered, nonce closed, via email" in out.getvalue()
     decide = signed_in(people["sam"]).get(f"/admin/clarify/clarification/{clar.pk}/change/")
     assert decide.status_code == 200
     assert "<td>delivered</td><td></td><td>email</td>" in decide.content.decode()

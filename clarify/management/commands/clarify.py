@@ -242,6 +242,7 @@ class Command(BaseCommand):
             f"{d['candidate'] or 'steward'} — {d['outcome']}"
             f"{' (' + d['reason'] + ')' if d.get('reason') else ''}"
             f"{', nonce ' + d['nonceState'] if d.get('nonceState') else ''}"
+            f"{', via ' + d['channel'] if d.get('channel') else ''}"
             for d in data["deliveryHistory"]
         ] or ["    (none)"]
         lines.append("  events:")
