@@ -365,3 +365,14 @@ def test_a_link_signed_out_offers_the_tenants_single_sign_on_back_to_it(mailbox,
     to_login = browser.get(link)["Location"]
     page = browser.get(to_login).content.decode()
     assert f'href="/sso/acme/login/?next={link.replace("/", "%2F")}"' in page
+
+
+def test_a_hostile_title_is_escaped_in_html_and_cannot_add_a_header(mailbox, submit):
+    submit(links=[("AUTHORED_BY", "alice")], title='<img src=x onerror="go()">\nBcc: eve@evil.test')
+    run_worker()
+    [(rcpt, message)] = mailbox.take()
+    assert rcpt == ["alice@acme.test"] and message["Bcc"] is None
+    assert "\n" not in subject(message)
+    text, html = parts(message)
+    assert "<img" not in html and "&lt;img src=x onerror=&quot;go()&quot;&gt;" in html
+    assert '<img src=x onerror="go()">' in text  # plain text is not markup
