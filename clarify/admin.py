@@ -44,7 +44,7 @@ from .models import (
 )
 from .policy import CHANNEL_NAMES
 from .reports import clarification_detail, uuid_or_none
-from .selectors import needs_steward_attention_q
+from .selectors import needs_steward_attention_q, waiting_on_away_q
 from .stewardship import (
     POLICY_FIELDS,
     attestation_confirm,
@@ -86,6 +86,19 @@ def badge(text: str, colour: str) -> str:
     )
 
 
+class WaitingOnAwayFilter(admin.SimpleListFilter):
+    title = "waiting on someone away"
+    parameter_name = "away"
+
+    def lookups(self, request: HttpRequest, model_admin: Any) -> list[tuple[str, str]]:
+        return [("yes", "Waiting on someone away")]
+
+    def queryset(self, request: HttpRequest, queryset: QuerySet) -> QuerySet:
+        if self.value() == "yes":
+            return queryset.filter(waiting_on_away_q())
+        return queryset
+
+
 class NeedsAttentionFilter(admin.SimpleListFilter):
     title = "needs attention"
     parameter_name = "attention"
@@ -124,7 +137,11 @@ def _date_us(value: Any) -> int | None:
 def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
     """The clarification report for people: µs times as dates, delivery candidates by
     name (the CLI's `--json` keeps the raw values; the events: `clarify.trail`)."""
-    ids = {uuid_or_none(h.get("candidate")) for h in report["deliveryHistory"]}
+    ids = {
+        uuid_or_none(h.get(key))
+        for h in report["deliveryHistory"]
+        for key in ("candidate", "delegate", "onBehalfOf")
+    }
     names = {
         str(p.pk): p.name
         for p in Person.objects.filter(tenant=tenant, pk__in=[i for i in ids if i is not None])
@@ -143,10 +160,20 @@ def _display_report(report: dict[str, Any], tenant: Any) -> dict[str, Any]:
                 "candidateName": names.get(str(h["candidate"]), "(erased)")
                 if h.get("candidate")
                 else "steward",
+                "routing": _routing_note(h, names),
             }
             for h in report["deliveryHistory"]
         ],
     }
+
+
+def _routing_note(entry: dict[str, Any], names: dict[str, str]) -> str:
+    """An away candidate's delegation, as the delivery history shows it."""
+    if entry.get("onBehalfOf"):
+        return f"on behalf of {names.get(str(entry['onBehalfOf']), '(erased)')}"
+    if entry.get("delegate"):
+        return f"delegate {names.get(str(entry['delegate']), '(erased)')}"
+    return ""
 
 
 DIGEST_PER_PAGE = 50
@@ -187,7 +214,7 @@ class ClarificationAdmin(TenantScopedAdmin):
         "quorum_state",
         "created_at",
     )
-    list_filter = (NeedsAttentionFilter, "state", "severity", "kind")
+    list_filter = (NeedsAttentionFilter, WaitingOnAwayFilter, "state", "severity", "kind")
     search_fields = ("target__versions__search_text",)
     ordering = ("-created_at", "pk")
     list_per_page = 50
@@ -505,6 +532,15 @@ class ClarifyPolicyForm(forms.ModelForm):
             raise forms.ValidationError(error)
         return value
 
+    def clean_reminder_after_hours(self) -> Any:
+        from .policy import reminder_errors
+
+        value = self.cleaned_data.get("reminder_after_hours")
+        error = reminder_errors(value)
+        if error is not None:
+            raise forms.ValidationError(error)
+        return value
+
     def clean_severity_elevate(self) -> Any:
         value = self.cleaned_data.get("severity_elevate")
         from .models import Kind, Severity
@@ -539,6 +575,7 @@ class ClarifyPolicyAdmin(TenantScopedAdmin):
         "critical_required_confirmations",
         "allow_steward_override",
         "channel_order",
+        "reminder_after_hours",
         "updated_at",
     )
 

@@ -100,6 +100,15 @@ class ClarifyPolicy(models.Model):
             "verified address. Empty: the CLARIFY_CHANNELS default."
         ),
     )
+    reminder_after_hours = models.FloatField(
+        null=True,
+        blank=True,
+        help_text=(
+            "One reminder to a person who has not answered, this many hours after their "
+            "card; below the escalation window. Empty: CLARIFY_REMINDER_AFTER_HOURS (unset: "
+            "no reminders)."
+        ),
+    )
     updated_at = models.DateTimeField(auto_now=True)
 
     class Meta:

@@ -27,6 +27,8 @@ class EffectivePolicy:
     # Delivery channels in the order they are tried (a person is reached on the first
     # configured one where they have a verified address).
     channel_order: list[str] = field(default_factory=list)
+    # One reminder this many hours after a card (None: no reminders); below the window.
+    reminder_after_hours: float | None = None
 
 
 CHANNEL_NAMES = ("teams", "slack", "inbox", "email")
@@ -45,6 +47,24 @@ def channel_order_errors(value: Any) -> str | None:
         )
     if len(set(value)) != len(value):
         return "Name each channel once."
+    return None
+
+
+def reminder_errors(value: Any) -> str | None:
+    """Why `value` is not a reminder delay in hours (a positive number below the
+    escalation window, CLARIFY_ESCALATION_WINDOW_HOURS), or None when it is one (None
+    itself: no reminders)."""
+    if value is None:
+        return None
+    window = float(settings.CLARIFY["ESCALATION_WINDOW_HOURS"])
+    if isinstance(value, bool) or not isinstance(value, int | float) or not value > 0:
+        return "Give a positive number of hours."
+    if value >= window:
+        return (
+            f"A reminder after {value:g} hours would come at or after the escalation window "
+            f"({window:g} hours, CLARIFY_ESCALATION_WINDOW_HOURS): give fewer hours than the "
+            "window, or leave it empty for no reminders."
+        )
     return None
 
 
@@ -81,7 +101,15 @@ def policy_for(tenant: Tenant) -> EffectivePolicy:
             pick(row.allow_steward_override if row else None, conf["QUORUM_ALLOW_STEWARD_OVERRIDE"])
         ),
         channel_order=_channel_order(row.channel_order if row else None),
+        reminder_after_hours=_reminder(row.reminder_after_hours if row else None),
     )
+
+
+def _reminder(value: float | None) -> float | None:
+    """The tenant's reminder delay, else CLARIFY_REMINDER_AFTER_HOURS; defensively None
+    (no reminders) when the value in force is not below the window."""
+    hours = value if value is not None else settings.CLARIFY.get("REMINDER_AFTER_HOURS")
+    return None if hours is None or reminder_errors(hours) is not None else float(hours)
 
 
 def _channel_order(value: Any) -> list[str]:

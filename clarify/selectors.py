@@ -5,16 +5,20 @@ from typing import Any
 
 from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
+from django.utils import timezone
 
 from graph.access import source_readable_q
 from graph.api.records import PendingNote
 from graph.models import EvidenceClass, NodeVersion
 from jobs.models import Job, JobStatus
 from tenancy.auth import Caller
+from tenancy.models import Person
 
 from .answering import Prior, unresolved_conflicts
 from .models import (
     CLARIFY_JOB_KIND,
+    CLOSED_STATES,
+    AuditEvent,
     BindingStatus,
     Clarification,
     ResponseRecord,
@@ -89,6 +93,24 @@ def needs_steward_attention_q() -> Q:
         | Q(state__in=ATTENTION_IF_SEVERE, severity__in=(Severity.HIGH, Severity.CRITICAL))
         | unresolved_post_binding_conflict_q()
     )
+
+
+def waiting_on_away_q() -> Q:
+    """Open questions waiting on someone away today (issue 32): not closed, and routed to
+    (`delivered`), around (`skipped`: PERSON_AWAY, or their delegate's gate) or through
+    a delegate for (`delegated`) a person whose away runs through today or later."""
+    away = [
+        str(pk)
+        for pk in Person.objects.filter(away_until__gte=timezone.now().date()).values_list(
+            "pk", flat=True
+        )
+    ]
+    if not away:
+        return Q(pk__in=[])
+    routed = AuditEvent.objects.filter(
+        type__in=("delivered", "delegated", "skipped"), detail__candidate__in=away
+    ).values("clarification_id")
+    return Q(pk__in=routed) & ~Q(state__in=CLOSED_STATES)
 
 
 def needs_steward_attention(clarification: Clarification) -> bool:

@@ -18,7 +18,7 @@ from typing import Any
 from django.db import transaction
 from django.db.models import Q, QuerySet
 
-from common.errors import Conflict, NotFound
+from common.errors import Conflict, InvalidInput, NotFound
 from jobs.models import Job, JobStatus
 from tenancy.models import Person, Rights, Tenant
 
@@ -34,6 +34,7 @@ from .models import (
     ResponseRecord,
     State,
 )
+from .policy import reminder_errors
 from .selectors import routing_jobs, unresolved_post_binding_conflicts
 from .services import (
     audit_event_append,
@@ -306,12 +307,16 @@ POLICY_FIELDS = (
     "required_roles",
     "allow_steward_override",
     "channel_order",
+    "reminder_after_hours",
 )
 
 
 @transaction.atomic
 def clarify_policy_update(*, tenant: Tenant, actor: Person, **changes: Any) -> ClarifyPolicy:
     """Change the tenant's clarify policy (only clarifications opened afterwards use it)."""
+    error = reminder_errors(changes.get("reminder_after_hours"))
+    if error is not None:  # before anything is written
+        raise InvalidInput(error, field="reminderAfterHours")
     policy, _ = ClarifyPolicy.objects.select_for_update().get_or_create(tenant=tenant)
     before = {f: getattr(policy, f) for f in POLICY_FIELDS}
     for name, value in changes.items():

@@ -21,6 +21,9 @@ class SkipReason(StrEnum):
     TENANT_SCOPE_MISMATCH = "TENANT_SCOPE_MISMATCH"
     # Deprovisioned by the identity provider (CONTRACT §3.7): never asked again.
     RESPONDER_NOT_AUTHORISED = "RESPONDER_NOT_AUTHORISED"
+    # Away (CONTRACT §3.10, additive to the spec's list): not asked while away; their
+    # delegate, if any, is asked in their place. An away delegate is never used (no chains).
+    PERSON_AWAY = "PERSON_AWAY"
 
 
 # The codes that end a routing job's attempt and start the next one at once (a skipped

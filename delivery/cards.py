@@ -1,7 +1,7 @@
 """One card model, rendered per channel (Slack Block Kit, inbox, Teams), and the outcome
 copy of spec §7. A redacted card (the steward escalation) never carries span text."""
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
@@ -165,6 +165,26 @@ def build_card(clar: Clarification, nonce: str, excerpt: str, name: str | None =
         passage_path=doc.passage_path,
         original_url=doc.original_url,
     )
+
+
+def delegated_card(card: Card, absent: Person) -> Card:
+    """A delegate's card: it says on whose behalf it was routed (issue 32)."""
+    until = absent.away_until.strftime("%-d %B %Y") if absent.away_until else ""
+    note = f"Asked of you on behalf of {absent.name or 'a colleague'}, who is away" + (
+        f" until {until}." if until else "."
+    )
+    return replace(card, note=f"{note} {card.note}".strip())
+
+
+def card_of_row(card: Card, delivery: Any) -> Card:
+    """A card rebuilt from its delivery row (inbox, digest): a delegate's says so."""
+    absent = delivery.on_behalf_of if delivery.on_behalf_of_id else None
+    return delegated_card(card, absent) if absent is not None else card
+
+
+def reminder_card(card: Card) -> Card:
+    """The one reminder of an unanswered card: the same card, same nonce, marked."""
+    return replace(card, question=f"Reminder: {card.question}")
 
 
 def build_escalation(clar: Clarification, skip_reasons: list[dict[str, Any]]) -> Escalation:

@@ -23,7 +23,7 @@ from clarify.policy import policy_for
 from clarify.services import audit_event_append
 from tenancy.selectors import aliases_for
 
-from .cards import Card, build_card
+from .cards import Card, build_card, card_of_row
 from .channels import DeliveryError, route_for
 from .gate import floor_check
 from .models import Delivery, DeliveryStatus, NonceState
@@ -59,7 +59,10 @@ def _locked(mine: Any) -> list[Delivery]:
         mine.select_for_update(of=("self",))
         .filter(clarification_id__in=locked)
         .select_related(
-            "person__user", "clarification__source_version__source", "clarification__tenant"
+            "person__user",
+            "clarification__source_version__source",
+            "clarification__tenant",
+            "on_behalf_of",
         )
         .order_by("created_at")
     )
@@ -93,7 +96,8 @@ def _flush(mine: Any, now: Any) -> int:
     if route is None:
         return 0
     cards = [
-        build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)) for d in open_items
+        card_of_row(build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)), d)
+        for d in open_items
     ]
     if route.channel.name != "inbox":
         cards = [_gated(c, d, route.channel.name) for c, d in zip(cards, open_items, strict=True)]

@@ -10,7 +10,16 @@ from common.times import to_us
 
 from .models import Delivery, DeliveryKind
 
-DELIVERY_EVENT_TYPES = ("delivered", "skipped", "escalated", "digested", "delivery_failed")
+DELIVERY_EVENT_TYPES = (
+    "delivered",
+    "skipped",
+    "escalated",
+    "digested",
+    "delivery_failed",
+    "delegated",
+    "reminded",
+    "reminder_failed",
+)
 
 
 def delivery_history(clar: Clarification) -> list[dict[str, Any]]:
@@ -18,7 +27,10 @@ def delivery_history(clar: Clarification) -> list[dict[str, Any]]:
     code, and the card's nonce state as it stands now (from its delivery row: a re-ask
     revokes it, a binding closes it), not as it was at send time. None where no card was
     made (a skip, the steward escalation) or its record was erased. A re-ask asking the
-    same person at the same attempt number again shows both cards, each with its own."""
+    same person at the same attempt number again shows both cards, each with its own.
+    An away candidate's delegation (`delegated`, naming the `delegate`), the delegate's
+    card (`delivered` with `onBehalfOf`), a skip about an away candidate's delegate (its
+    `delegate`) and a card's one reminder (`reminded`, `reminder_failed`) are entries too."""
     events = AuditEvent.objects.filter(clarification=clar, type__in=DELIVERY_EVENT_TYPES).order_by(
         "at", "id"
     )
@@ -33,6 +45,8 @@ def delivery_history(clar: Clarification) -> list[dict[str, Any]]:
             "outcome": e.type,
             "reason": e.detail.get("reason"),
             "nonceState": nonce_state(e) if "nonceState" in e.detail else None,
+            "delegate": e.detail.get("delegate"),
+            "onBehalfOf": e.detail.get("onBehalfOf"),
         }
         for e in events
     ]

@@ -54,6 +54,12 @@ class Delivery(models.Model):
     )
     message_ref = models.CharField(max_length=500, blank=True)
     redacted = models.BooleanField(default=False)
+    # A delegate's card: the away person it was routed for (issue 32).
+    on_behalf_of = models.ForeignKey(
+        Person, on_delete=models.SET_NULL, null=True, blank=True, related_name="delegated_cards"
+    )
+    # The one reminder of an unanswered question card (CLARIFY_REMINDER_AFTER_HOURS).
+    reminded_at = models.DateTimeField(null=True, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     sent_at = models.DateTimeField(null=True, blank=True)
 

@@ -16,7 +16,14 @@ A plan is a step and the skips before it:
   held writes nothing (LOST);
 * an attempt that has its card already is a re-send of that card, with its nonce; a card
   whose nonce was revoked or closed is never sent again (WITHHOLD);
-* after a high-severity card went out, the stewards' FYI (NOTIFY, `notice_plan`).
+* after a high-severity card went out, the stewards' FYI (NOTIFY, `notice_plan`);
+* a candidate away (PERSON_AWAY) with a delegate: the delegate is asked in their place
+  (ASK or DIGEST with `on_behalf`) when the delegate passes the same gate on their own —
+  never an away delegate (no chains: the skip is PERSON_AWAY), never one who may not read
+  the source (the skip carries the gate's reason), never one ranked themselves (they are
+  asked in their own right);
+* a reminder job (`reminder_plan`): the one reminder of an unanswered card (REMIND), or
+  nothing when it was answered, reminded, withdrawn or closed meanwhile (COMPLETE).
 
 The steward messages of an escalation or a notice go to each steward on their first
 reachable channel (`steward_messages`)."""
@@ -42,6 +49,7 @@ class Step(enum.Enum):
     ESCALATE = "escalate"
     NOTIFY = "notify"
     COMPLETE = "complete"
+    REMIND = "remind"
     WITHHOLD = "withhold"
     FAIL = "fail"
     LOST = "lost"
@@ -54,6 +62,7 @@ class Skip:
     attempt: int
     candidate: str
     reason: SkipReason
+    delegate: str = ""  # the away candidate's delegate the reason is about, if any
 
 
 @dataclass(frozen=True)
@@ -70,13 +79,16 @@ class Issued:
 class Reach:
     """A ranked person as the plan reads them: deprovisioned or not, the read floor's
     verdict on the clarification's source, where they are reached, and their question
-    cards the daily cap and the digest count so far."""
+    cards the daily cap and the digest count so far; away now, and their delegate (a
+    person id) if they named one."""
 
     deactivated: bool
     verdict: SkipReason | None
     route: Route | None
     sent_today: int
     recent: int
+    away: bool = False
+    delegate: str | None = None
 
 
 @dataclass(frozen=True)
@@ -117,9 +129,11 @@ class StewardMessage:
 @dataclass(frozen=True)
 class Plan:
     """What one lease does: `step`, after `skips`. `attempt` and `person`: the attempt
-    asked, escalated or notified about and its candidate; `route` where they are reached;
-    `card` the attempt's card made before (a re-send, or the one withheld); `state` the
-    state that closed the clarification; `stewards` the steward messages."""
+    asked, escalated or notified about and its candidate (a delegate: the person asked);
+    `route` where they are reached; `card` the attempt's card made before (a re-send, or
+    the one withheld); `state` the state that closed the clarification (or why a reminder
+    is not sent); `stewards` the steward messages; `on_behalf` the away candidate a
+    delegate is asked for."""
 
     step: Step
     skips: tuple[Skip, ...] = ()
@@ -129,6 +143,7 @@ class Plan:
     card: Issued | None = None
     state: str = ""
     stewards: tuple[StewardMessage, ...] = ()
+    on_behalf: str = ""
 
     @property
     def new_card(self) -> bool:
@@ -138,13 +153,15 @@ class Plan:
 
 def skip_reason(reach: Reach | None, limits: Limits) -> SkipReason | None:
     """Why the candidate is not asked (None: they are), in the order the reasons are
-    checked: unknown, deprovisioned, the read floor, no address, the daily cap."""
+    checked: unknown, deprovisioned, the read floor, away, no address, the daily cap."""
     if reach is None:
         return SkipReason.NO_DELIVERY_ALIAS
     if reach.deactivated:
         return SkipReason.RESPONDER_NOT_AUTHORISED
     if reach.verdict is not None:
         return reach.verdict
+    if reach.away:
+        return SkipReason.PERSON_AWAY
     if reach.route is None:
         return SkipReason.NO_DELIVERY_ALIAS
     if reach.sent_today >= limits.daily_cap:
@@ -176,10 +193,33 @@ def lease_plan(
         if reason is None:
             assert reach is not None
             return _asked(clar, reach, tuple(skips), attempt, person, cards, limits)
-        skips.append(Skip(attempt, person, reason))
+        delegate = ""
+        if reason is SkipReason.PERSON_AWAY:
+            assert reach is not None
+            delegate, reason = delegate_of(reach, people, job.ranking, limits)
+            if reason is None:
+                asked = _asked(
+                    clar, people[delegate], tuple(skips), attempt, delegate, cards, limits
+                )
+                return replace(asked, on_behalf=person)
+        skips.append(Skip(attempt, person, reason, delegate))
         if attempt + 1 >= job.max_attempts:  # the skip was the job's last attempt
             return Plan(Step.SKIP, tuple(skips))
     return Plan(Step.ESCALATE, tuple(skips), attempt=max(job.attempts, len(job.ranking)))
+
+
+def delegate_of(
+    reach: Reach, people: Mapping[str, Reach], ranking: Sequence[str], limits: Limits
+) -> tuple[str, SkipReason | None]:
+    """An away candidate's delegate and why they are not asked in the candidate's place
+    (None: they are). No delegate, or one ranked themselves (asked in their own right):
+    PERSON_AWAY; else the delegate's own gate — an away delegate is PERSON_AWAY (their own
+    delegate is never used: no chains), one who may not read the source the read floor's
+    reason, unknown or unreachable NO_DELIVERY_ALIAS, over their cap DAILY_CAP_EXCEEDED."""
+    delegate = reach.delegate or ""
+    if not delegate or delegate in ranking:
+        return delegate, SkipReason.PERSON_AWAY
+    return delegate, skip_reason(people.get(delegate), limits)
 
 
 def _asked(
@@ -229,3 +269,55 @@ def steward_messages(
             return replace(plan, step=Step.WITHHOLD, person=steward, card=card, stewards=())
         messages.append(StewardMessage(steward, route, card))
     return replace(plan, stewards=tuple(messages))
+
+
+@dataclass(frozen=True)
+class Reminding:
+    """A reminder job's question card as the plan reads it: to whom (and for whom), its
+    attempt and nonce state, whether it was reminded already, whether its person answered
+    the clarification, whether they are away now, and where they are reached on the
+    card's own channel (None: no longer)."""
+
+    person: str
+    attempt: int
+    nonce_state: str
+    reminded: bool
+    answered: bool
+    away: bool
+    route: Route | None
+    on_behalf: str = ""
+
+
+def reminder_plan(job: JobView, clar: ClarView | None, card: Reminding | None) -> Plan:
+    """The one reminder of an unanswered card, on the card's channel with its nonce
+    (REMIND). Nothing is sent (COMPLETE, `state` saying why) once the clarification
+    closed, the card's nonce is no longer active (a re-ask, lost access, an answer that
+    bound), its person answered or is away now, it was reminded already, or the card's
+    channel no longer reaches them. A reminder is no new card: no row, not counted by the
+    daily cap; the escalation window is the routing job's and does not move."""
+    if not job.held:
+        return Plan(Step.LOST)
+    if clar is None or card is None:
+        return Plan(Step.FAIL)
+    if clar.state == DELETED or clar.state in CLOSED_STATES:
+        return Plan(Step.COMPLETE, state=clar.state)
+    why = ""
+    if card.nonce_state != NonceState.ACTIVE:
+        why = f"card {card.nonce_state}"
+    elif card.reminded:
+        why = "reminded already"
+    elif card.answered:
+        why = "answered"
+    elif card.away:
+        why = "away"
+    elif card.route is None:
+        why = "unreachable"
+    if why:
+        return Plan(Step.COMPLETE, attempt=card.attempt, person=card.person, state=why)
+    return Plan(
+        Step.REMIND,
+        attempt=card.attempt,
+        person=card.person,
+        route=card.route,
+        on_behalf=card.on_behalf,
+    )

@@ -1,5 +1,5 @@
 """The delivery worker (the clarify-bot, acting with the `clarify` audience): the handler
-of `clarify:temporal` jobs (`handle_leases`, in `settings.JOB_WORKERS`). It takes each
+of `clarify:temporal` jobs (`handle_leases`, registered in `DeliveryConfig.ready`). It takes each
 leased round whole; one lease is a round of one. Attempt N of a job asks ranking[N]; the
 attempt after the last candidate is the redacted steward escalation.
 
@@ -53,7 +53,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
-from clarify.models import AuditEvent, Clarification, Severity
+from clarify.models import AuditEvent, Clarification, ResponseRecord, Severity
 from clarify.policy import policy_for
 from clarify.reports import target_names
 from clarify.routing import skip_reasons
@@ -61,21 +61,33 @@ from clarify.services import audit_event_append, audit_events_append
 from common.codes import JobReason, SkipReason
 from common.observability import request_id_var
 from common.times import now_us
+from jobs.models import Job
 from jobs.services import (
+    JobSpec,
     Lease,
     LeaseLost,
     job_advance,
     job_complete,
     job_fail,
+    jobs_enqueue,
     lease_attempt_add,
     lease_renew,
     leases_lock,
 )
-from jobs.tasks import fail_after_bug, round_handler
+from jobs.tasks import fail_after_bug
 from tenancy.models import Person, Rights
 from tenancy.selectors import aliases_for
 
-from .cards import Card, Escalation, build_card, build_escalation, build_steward_notice
+from .cards import (
+    Card,
+    Escalation,
+    build_card,
+    build_escalation,
+    build_steward_notice,
+    card_of_row,
+    delegated_card,
+    reminder_card,
+)
 from .channels import Channel, DeliveryError, Route, configured_channels, route_for
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState
@@ -87,9 +99,11 @@ from .plan import (
     Limits,
     Plan,
     Reach,
+    Reminding,
     Step,
     lease_plan,
     notice_plan,
+    reminder_plan,
     steward_messages,
 )
 from .restriction import (
@@ -103,6 +117,7 @@ from .sql import sent_rows_write
 
 log = logging.getLogger(__name__)
 
+REMINDER_KIND = "clarify:reminder"
 # A steward escalation that failed on every reachable steward is retried after the
 # kind's backoff (one escalation window) this many times before the job dies.
 ESCALATION_RETRIES = 3
@@ -131,6 +146,7 @@ class Round:
     recent: defaultdict[str, int]
     limits: Limits
     stewards: dict[Any, list[Person]] = field(default_factory=dict)
+    reminders: dict[Any, float | None] = field(default_factory=dict)  # hours, by tenant
 
 
 @dataclass
@@ -143,6 +159,7 @@ class Leased:
     clar: Clarification | None
     plan: Plan = field(default_factory=lambda: Plan(Step.LOST))
     asked: Person | None = None  # the candidate asked (a notice is about them)
+    on_behalf: Person | None = None  # the away candidate a delegate is asked for
     rows: list[Delivery] = field(default_factory=list)
     reasons: list[dict[str, Any]] = field(default_factory=list)  # an escalation's skip reasons
     sent_to: list[str] = field(default_factory=list)
@@ -165,11 +182,16 @@ class Message:
 Planner = Callable[[Round, Leased, JobView, ClarView | None, dict[Any, Delivery]], Plan]
 
 
-@round_handler
 def handle_leases(leases: list[Lease]) -> None:
     """Process a round of leased clarify:temporal jobs (see the module docstring). It
     raises only before anything is written or sent (the round's transaction rolled
     back); after that a failure fails the jobs it touched, not the round."""
+    reminders = [lease for lease in leases if lease.job.kind == REMINDER_KIND]
+    if reminders:
+        _remind(reminders)
+        leases = [lease for lease in leases if lease.job.kind != REMINDER_KIND]
+        if not leases:
+            return
     round_ = _load(leases)
     items = _record(round_, [Leased(lease, round_.clars.get(lease.job.pk)) for lease in leases])
     try:
@@ -193,14 +215,12 @@ def _load(leases: list[Lease]) -> Round:
         if lease.job.pk in clars
         for person in _ranking(lease.job)[lease.job.attempts :]
     }
-    people = {
-        str(p.pk): p
-        for p in Person.objects.select_related("user", "tenant").filter(pk__in=_uuids(ranked))
-    }
-    channels = {
-        clar.tenant_id: configured_channels(policy_for(clar.tenant).channel_order)
+    people = _people(ranked)
+    policies = {
+        clar.tenant_id: policy_for(clar.tenant)
         for clar in {c.tenant_id: c for c in clars.values()}.values()
     }
+    channels = {t: configured_channels(p.channel_order) for t, p in policies.items()}
     today, recent = _counts(people)
     limits = Limits(
         daily_cap=settings.CLARIFY["PER_PERSON_DAILY_CAP"],
@@ -215,7 +235,24 @@ def _load(leases: list[Lease]) -> Round:
         today,
         recent,
         limits,
+        reminders={t: p.reminder_after_hours for t, p in policies.items()},
     )
+
+
+def _people(ranked: set[str]) -> dict[str, Person]:
+    """The ranked people by id, and the delegates of those away today (one more query
+    when someone is)."""
+    found = Person.objects.select_related("user", "tenant")
+    people = {str(p.pk): p for p in found.filter(pk__in=_uuids(ranked))}
+    today = timezone.now().date()
+    delegates = {
+        str(p.away_delegate_id)
+        for p in people.values()
+        if p.away_delegate_id is not None and p.away_on(today)
+    } - set(people)
+    if delegates:
+        people.update((str(p.pk), p) for p in found.filter(pk__in=list(delegates)))
+    return people
 
 
 def _clarifications(leases: list[Lease]) -> dict[Any, Clarification]:
@@ -251,6 +288,9 @@ def _verdicts(
         for person in _ranking(lease.job)[lease.job.attempts :]:
             if person in people:
                 asked[person] = people[person]
+                delegate = str(people[person].away_delegate_id)
+                if delegate in people:  # away today with a delegate: the same gate
+                    asked[delegate] = people[delegate]
     return {
         source: floor_check(clar, asked.values()) for source, (clar, asked) in by_source.items()
     }
@@ -337,6 +377,10 @@ def _lease_plan(
             reach = _reach(round_, item.clar, person)
             if reach is not None:
                 people[person] = reach
+                if reach.delegate and reach.delegate not in people:
+                    delegate = _reach(round_, item.clar, reach.delegate)
+                    if delegate is not None:
+                        people[reach.delegate] = delegate
     cards = {
         (attempt, person): _issued_view(row)
         for (attempt, person, kind), row in issued.items()
@@ -354,13 +398,25 @@ def _reach(round_: Round, clar: Clarification, person_id: str) -> Reach | None:
     person = round_.people.get(person_id)
     if person is None:
         return None
-    verdict = round_.verdicts[clar.source_version.source_id].get(person.pk)
+    # Fails closed: a person the round did not check on this source may not read it.
+    verdicts = round_.verdicts[clar.source_version.source_id]
+    verdict = verdicts.get(person.pk, SkipReason.NO_READ_PERMISSION)
     deactivated = person.deactivated_at is not None
+    away = person.away_on(timezone.now().date())
     route = None
-    if not deactivated and verdict is None:
+    if not deactivated and verdict is None and not away:
         aliases = round_.aliases.get(person_id, {})
         route = route_for(person, aliases, channels=round_.channels[clar.tenant_id])
-    return Reach(deactivated, verdict, route, round_.today[person_id], round_.recent[person_id])
+    delegate = str(person.away_delegate_id) if away and person.away_delegate_id else None
+    return Reach(
+        deactivated,
+        verdict,
+        route,
+        round_.today[person_id],
+        round_.recent[person_id],
+        away=away,
+        delegate=delegate,
+    )
 
 
 def _notice_planner(
@@ -461,6 +517,7 @@ def _rows(round_: Round, item: Leased, issued: dict[Any, Delivery]) -> list[Deli
     if plan.step in (Step.ASK, Step.DIGEST):
         assert clar is not None and plan.route is not None
         item.asked = round_.people[plan.person]
+        item.on_behalf = round_.people[plan.on_behalf] if plan.on_behalf else None
         kind, who = DeliveryKind.QUESTION, [(item.asked, plan.route)]
     elif plan.step in (Step.ESCALATE, Step.NOTIFY):
         assert clar is not None
@@ -483,6 +540,7 @@ def _rows(round_: Round, item: Leased, issued: dict[Any, Delivery]) -> list[Deli
                 channel=route.channel.name,
                 status=DeliveryStatus.QUEUED_DIGEST if digest else DeliveryStatus.SENT,
                 nonce=secrets.token_urlsafe(24),
+                on_behalf_of=item.on_behalf if kind == DeliveryKind.QUESTION else None,
             )
             new.append(row)
         item.rows.append(row)
@@ -495,10 +553,19 @@ def _planned_events(item: Leased) -> list[AuditEvent]:
     plan, clar, job = item.plan, item.clar, item.lease.job.pk
     if clar is None:
         return []
-    events = [
-        _event(clar, "skipped", attempt=s.attempt, candidate=s.candidate, reason=s.reason, job=job)
-        for s in plan.skips
-    ]
+    events = [_skipped(clar, s, job) for s in plan.skips]
+    if plan.on_behalf and plan.step in (Step.ASK, Step.DIGEST):
+        events.append(
+            _event(
+                clar,
+                "delegated",
+                attempt=plan.attempt,
+                candidate=plan.on_behalf,
+                delegate=plan.person,
+                reason=SkipReason.PERSON_AWAY,
+                job=job,
+            )
+        )
     if plan.step is Step.DIGEST:
         [row] = item.rows
         assert plan.route is not None
@@ -512,6 +579,7 @@ def _planned_events(item: Leased) -> list[AuditEvent]:
                 reason=SkipReason.DIGESTED,
                 nonceState=row.nonce_state,
                 job=job,
+                **({"onBehalfOf": plan.on_behalf} if plan.on_behalf else {}),
             )
         )
     elif plan.step is Step.WITHHOLD:
@@ -528,6 +596,20 @@ def _planned_events(item: Leased) -> list[AuditEvent]:
             )
         )
     return events
+
+
+def _skipped(clar: Clarification, skip: Any, job: Any) -> AuditEvent:
+    """A skip's event; an away candidate's names the delegate its reason is about."""
+    extra = {"delegate": skip.delegate} if skip.delegate else {}
+    return _event(
+        clar,
+        "skipped",
+        attempt=skip.attempt,
+        candidate=skip.candidate,
+        reason=skip.reason,
+        job=job,
+        **extra,
+    )
 
 
 def _job_moves(item: Leased) -> None:
@@ -565,7 +647,12 @@ def _deliver(round_: Round, items: list[Leased]) -> list[Leased]:
     for item in items:
         with _request_of(item.lease), _failing_its_job(item):
             messages += _messages(item, names, restricted)
-    return _outcomes(items, messages, _send_all(messages))
+    notify = _outcomes(items, messages, _send_all(messages))
+    try:
+        _reminders_enqueue(round_, [m.row for m in messages if m.card is not None])
+    except Exception:  # the cards went out: a reminder less, never a round failed
+        log.exception("the reminders of a round of %d sends were not enqueued", len(messages))
+    return notify
 
 
 def _messages(item: Leased, names: dict[Any, str], restricted: dict[Any, bool]) -> list[Message]:
@@ -582,6 +669,8 @@ def _messages(item: Leased, names: dict[Any, str], restricted: dict[Any, bool]) 
                 restricted[clar.tenant_id] = tenant_has_restricted_excerpts(clar.tenant_id)
             excerpts = None if restricted[clar.tenant_id] else []
         card = outgoing_card(clar, row, plan.route, plan.attempt, excerpts, names[clar.target_id])
+        if item.on_behalf is not None:
+            card = delegated_card(card, item.on_behalf)
         return [Message(item, row, item.asked, plan.route, card=card)]
     if plan.step not in (Step.ESCALATE, Step.NOTIFY):
         return []
@@ -764,6 +853,7 @@ def _delivered(message: Message) -> AuditEvent:
         nonceState=row.nonce_state,
         messageRef=row.message_ref[:200],
         job=item.lease.job.pk,
+        **({"onBehalfOf": str(row.on_behalf_of_id)} if row.on_behalf_of_id else {}),
     )
 
 
@@ -978,3 +1068,203 @@ def close_nonces(clar: Clarification) -> None:
     Delivery.objects.filter(clarification=clar, nonce_state=NonceState.ACTIVE).update(
         nonce_state=NonceState.CLOSED
     )
+
+
+# --- reminders (CLARIFY_REMINDER_AFTER_HOURS) --------------------------------------------
+
+
+@dataclass
+class Reminder:
+    """One reminder job's lease: its question card's row and where the card's channel
+    reaches its person now."""
+
+    lease: Lease
+    row: Delivery | None
+    route: Route | None = None
+    plan: Plan = field(default_factory=lambda: Plan(Step.LOST))
+
+
+def _reminders_enqueue(round_: Round, rows: list[Delivery]) -> None:
+    """One reminder job per question card sent (never a second one for a card, e.g. on
+    a re-send), due the tenant's reminder delay after the send; none when it is off."""
+    due = [r for r in rows if r.sent_at is not None and round_.reminders.get(r.tenant_id)]
+    if not due:
+        return
+    known = set(
+        Job.objects.filter(kind=REMINDER_KIND, subject__in=[str(r.pk) for r in due]).values_list(
+            "subject", flat=True
+        )
+    )
+    by_tenant: dict[Any, list[JobSpec]] = defaultdict(list)
+    tenants = {}
+    for row in due:
+        if str(row.pk) in known:
+            continue
+        hours = round_.reminders[row.tenant_id]
+        assert hours is not None and row.sent_at is not None
+        tenants[row.tenant_id] = row.clarification.tenant
+        payload = {"v": 1, "delivery": str(row.pk), "clarificationId": str(row.clarification_id)}
+        by_tenant[row.tenant_id].append(
+            JobSpec(
+                REMINDER_KIND,
+                payload,
+                max_attempts=1,
+                subject=str(row.pk),
+                run_after=row.sent_at + timedelta(hours=hours),
+            )
+        )
+    for tenant_id, specs in by_tenant.items():
+        jobs_enqueue(tenant=tenants[tenant_id], specs=specs)
+
+
+def _remind(leases: list[Lease]) -> None:
+    """A round of reminder jobs: load their cards → plan each (`reminder_plan`) → record
+    in one transaction (the card marked reminded, `reminded` audited, the job done) →
+    send the card again on its channel with its nonce, marked as a reminder. A send that
+    fails is audited (`reminder_failed`); a card is never reminded twice."""
+    items = _reminders_load(leases)
+    _reminders_record(items)
+    for item in items:
+        if item.plan.step is Step.REMIND:
+            with _request_of(item.lease):
+                _reminder_send(item)
+
+
+def _reminders_load(leases: list[Lease]) -> list[Reminder]:
+    """Each job's card (of its own tenant) and its person's route on the card's channel."""
+    wanted = {
+        lease.job.pk: str((lease.job.payload or {}).get("delivery") or "")
+        if isinstance(lease.job.payload, dict)
+        else ""
+        for lease in leases
+    }
+    rows = {
+        str(d.pk): d
+        for d in Delivery.objects.select_related(
+            "clarification__tenant",
+            "clarification__source_version__source",
+            "clarification__target",
+            "person__user",
+            "on_behalf_of",
+        ).filter(pk__in=_uuids(wanted.values()), kind=DeliveryKind.QUESTION)
+    }
+    items = []
+    for lease in leases:
+        row = rows.get(wanted[lease.job.pk])
+        items.append(Reminder(lease, row if row and row.tenant_id == lease.job.tenant_id else None))
+    aliases = aliases_for({item.row.person_id for item in items if item.row is not None})
+    orders: dict[Any, list[Channel]] = {}
+    for item in items:
+        if item.row is None:
+            continue
+        clar = item.row.clarification
+        if clar.tenant_id not in orders:
+            orders[clar.tenant_id] = configured_channels(policy_for(clar.tenant).channel_order)
+        same = [c for c in orders[clar.tenant_id] if c.name == item.row.channel]
+        person = item.row.person
+        item.route = route_for(person, aliases.get(str(person.pk), {}), channels=same)
+    return items
+
+
+def _reminders_record(items: list[Reminder]) -> None:
+    """The plans under the round's locks (the jobs, the clarifications, the cards), and
+    what they write: the cards reminded, their `reminded` events, the jobs done."""
+    rows = [item.row for item in items if item.row is not None]
+    with transaction.atomic():
+        held = leases_lock([item.lease for item in items])
+        states = _locked({row.clarification_id for row in rows})
+        fresh = {
+            d.pk: d
+            for d in Delivery.objects.select_for_update()
+            .filter(pk__in=[row.pk for row in rows])
+            .order_by("pk")
+            .only("pk", "nonce_state", "reminded_at")
+        }
+        answered = set(
+            ResponseRecord.objects.filter(
+                clarification_id__in={row.clarification_id for row in rows}
+            ).values_list("clarification_id", "responder")
+        )
+        today = timezone.now().date()
+        for item in items:
+            job, row = item.lease.job, item.row
+            view = JobView(job.pk in held, job.attempts, job.max_attempts, ())
+            clar = card = None
+            if row is not None:
+                state = states.get(row.clarification_id, (DELETED, False))[0]
+                clar = ClarView(state, row.clarification.severity)
+                now_row = fresh.get(row.pk)
+                card = Reminding(
+                    person=str(row.person_id),
+                    attempt=row.attempt,
+                    nonce_state=now_row.nonce_state if now_row else NonceState.REVOKED,
+                    reminded=now_row is None or now_row.reminded_at is not None,
+                    answered=(row.clarification_id, row.person_id) in answered,
+                    away=row.person.away_on(today),
+                    route=item.route,
+                    on_behalf=str(row.on_behalf_of_id or ""),
+                )
+            item.plan = reminder_plan(view, clar, card)
+        _reminders_write(items)
+
+
+def _reminders_write(items: list[Reminder]) -> None:
+    events: list[tuple[str, AuditEvent]] = []
+    for item in items:
+        lease, plan, row = item.lease, item.plan, item.row
+        if plan.step is Step.REMIND:
+            assert row is not None and plan.route is not None
+            extra = {"onBehalfOf": plan.on_behalf} if plan.on_behalf else {}
+            reminded = _event(
+                row.clarification,
+                "reminded",
+                attempt=plan.attempt,
+                candidate=plan.person,
+                channel=plan.route.channel.name,
+                nonceState=NonceState.ACTIVE,
+                job=row.job_id,
+                reminderJob=lease.job.pk,
+                **extra,
+            )
+            events.append((lease.job.request_id, reminded))
+            row.reminded_at = timezone.now()
+            Delivery.objects.filter(pk=row.pk).update(reminded_at=row.reminded_at)
+            job_complete(tenant=None, job_id=lease.job.pk, token=lease.token, result={})
+        elif plan.step is Step.COMPLETE:
+            result = {"skipped": plan.state}
+            job_complete(tenant=None, job_id=lease.job.pk, token=lease.token, result=result)
+        elif plan.step is Step.FAIL:
+            job_fail(
+                tenant=None,
+                job_id=lease.job.pk,
+                token=lease.token,
+                retryable=False,
+                reason=JobReason.CLARIFICATION_MISSING,
+            )
+    if events:
+        audit_events_append([e for _, e in events], request_ids=[r for r, _ in events])
+
+
+def _reminder_send(item: Reminder) -> None:
+    """The reminder: the card again, same nonce, marked, through the restriction gate."""
+    row, plan = item.row, item.plan
+    assert row is not None and plan.route is not None
+    clar = row.clarification
+    card = reminder_card(card_of_row(outgoing_card(clar, row, plan.route, plan.attempt), row))
+    try:
+        send_card(plan.route, card)
+    except DeliveryError as exc:
+        audit_event_append(
+            tenant=clar.tenant,
+            clarification=clar,
+            type="reminder_failed",
+            detail={
+                "attempt": plan.attempt,
+                "candidate": plan.person,
+                "channel": plan.route.channel.name,
+                "error": str(exc)[:300],
+                "job": row.job_id,
+            },
+        )
+    except Exception:
+        log.exception("the reminder of card %s failed", row.pk)

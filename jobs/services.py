@@ -54,6 +54,7 @@ class JobSpec:
     priority: int = 2
     max_attempts: int | None = None
     subject: str = ""
+    run_after: datetime | None = None  # None: ready now (the database clock)
 
 
 def job_enqueue(
@@ -93,7 +94,7 @@ def jobs_enqueue(*, tenant: Tenant, specs: list[JobSpec]) -> list[Job]:
                 payload=payload,
                 max_attempts=spec.max_attempts or policy_for_kind(spec.kind).max_attempts,
                 subject=spec.subject,
-                run_after=Now(),
+                run_after=spec.run_after or Now(),
                 # The request that made the job necessary: restored around its handler.
                 request_id=current_request_id(),
             )

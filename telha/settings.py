@@ -247,6 +247,9 @@ CLARIFY = {
     ),
     "SEVERITY_ELEVATE": env.dict("CLARIFY_SEVERITY_ELEVATE", default={}),
     "MIN_DETECTOR_CONFIDENCE": env.float("CLARIFY_MIN_DETECTOR_CONFIDENCE", default=0.5),
+    # One reminder this long after a card (unset: none); below the escalation window
+    # (checked at start-up: clarify.checks).
+    "REMINDER_AFTER_HOURS": env.float("CLARIFY_REMINDER_AFTER_HOURS", default=None),
 }
 ASK_ENABLED = env.bool("ASK_ENABLED", default=False)
 # Channel order: a person is reached on the first configured channel with their address.
@@ -364,13 +367,8 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# The in-process job handler the cluster runs for each kind prefix, the one registry of
-# them (jobs.tasks.handler_for; jobs.dispatch wakes only these kinds): a round
-# handler (`jobs.tasks.round_handler`) takes each leased round whole.
-JOB_WORKERS: dict[str, str] = {
-    "clarify:": "delivery.worker.handle_leases",
-    "ingest:": "ingest.documents.handle_lease",
-}
+# A job kind's in-process handler is registered with its policy, in one place: its
+# app's AppConfig.ready (`jobs.policies.register_kind`).
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Which queue's cluster runs each audience's in-process worker, e.g.
 # "clarify=telha-clarify,ingest=telha-ingest" (unlisted audiences: the default queue). Set

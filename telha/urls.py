@@ -9,6 +9,7 @@ from clarify.api import views as clarify_views
 from common import error_views
 from delivery import documents
 from delivery.email import views as email_views
+from delivery.inbox import away
 from delivery.inbox import views as inbox
 from graph.api import views as graph_views
 from identity.sso import SignInView
@@ -56,6 +57,7 @@ urlpatterns = [
     path("sso/", include(sso_urls)),
     path("inbox/", inbox.inbox, name="inbox"),
     path("inbox/answer", inbox.answer, name="inbox-answer"),
+    path("inbox/away/", away.away, name="inbox-away"),
     path("inbox/ask/", inbox.ask, name="inbox-ask"),
     path("inbox/ask/now", inbox.ask_now_view, name="inbox-ask-now"),
     path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),

@@ -1,6 +1,7 @@
 """Tenants, people, their groups and delivery aliases, and API keys."""
 
 import uuid
+from datetime import date
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -93,6 +94,12 @@ class Person(models.Model):
     # Deleted by the identity provider (SCIM DELETE): deactivated and no longer one of its
     # resources; re-created (same email) it is this person again.
     deleted_by_provider = models.BooleanField(default=False)
+    # Away (issue 32): through the end of `away_until` (UTC) the person is not asked
+    # (skip reason PERSON_AWAY); their delegate, when set, is asked in their place.
+    away_until = models.DateField(null=True, blank=True)
+    away_delegate = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="delegating"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -105,6 +112,10 @@ class Person(models.Model):
 
     def __str__(self) -> str:
         return f"{self.name} <{self.email}>"
+
+    def away_on(self, day: date) -> bool:
+        """Away on `day` (a UTC date): through the end of `away_until`."""
+        return self.away_until is not None and day <= self.away_until
 
 
 class AliasKind(models.TextChoices):

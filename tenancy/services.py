@@ -5,6 +5,7 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass, field
+from datetime import date
 from typing import Any
 
 from django.contrib.auth.models import Group, User
@@ -353,3 +354,80 @@ def api_key_revoke(*, key: ApiKey) -> ApiKey:
         key.revoked_at = timezone.now()
         key.save(update_fields=["revoked_at"])
     return key
+
+
+# --- away and delegates (issue 32) -------------------------------------------------------
+
+# The seam "a person's away changed": sent with `tenant=`, `type=` ("away_set" or
+# "away_cleared") and `detail=` inside the change's transaction; clarify audits it.
+person_away_changed = Signal()
+
+
+class AwayRefused(DomainError):
+    """An away setting refused before anything is written: `code` says why."""
+
+    status_code = 422
+
+    def __init__(self, code: str, detail: str) -> None:
+        super().__init__(detail)
+        self.code = code
+
+
+def away_errors(*, person: Person, until: date, delegate: Person | None) -> AwayRefused | None:
+    """Why `person` may not be marked away until `until` with `delegate`, or None:
+    a day already past (AWAY_UNTIL_INVALID); a delegate who is the person themselves, of
+    another tenant, erased or deprovisioned (DELEGATE_INVALID)."""
+    if until < timezone.now().date():
+        return AwayRefused("AWAY_UNTIL_INVALID", f"{until.isoformat()} is already past.")
+    if delegate is None:
+        return None
+    if delegate.pk == person.pk:
+        return AwayRefused("DELEGATE_INVALID", "A person cannot be their own delegate.")
+    if (
+        delegate.tenant_id != person.tenant_id
+        or delegate.erased_at is not None
+        or delegate.deactivated_at is not None
+    ):
+        return AwayRefused(
+            "DELEGATE_INVALID", "The delegate must be an active person of the same workspace."
+        )
+    return None
+
+
+@transaction.atomic
+def person_away_set(
+    *, person: Person, until: date, delegate: Person | None, by: Person | None, via: str
+) -> Person:
+    """Mark `person` away through the end of `until` (UTC), with an optional delegate
+    asked in their place (never their delegate's delegate: the delivery plan's rule).
+    Refused (`AwayRefused`) before anything is written; audited `away_set`."""
+    error = away_errors(person=person, until=until, delegate=delegate)
+    if error is not None:
+        raise error
+    Person.objects.filter(pk=person.pk).update(
+        away_until=until, away_delegate=delegate, updated_at=timezone.now()
+    )
+    person.away_until, person.away_delegate = until, delegate
+    detail = {
+        "person": str(person.pk),
+        "until": until.isoformat(),
+        "delegate": str(delegate.pk) if delegate else None,
+        "by": str(by.pk) if by else None,
+        "via": via,
+    }
+    person_away_changed.send(sender=Person, tenant=person.tenant, type="away_set", detail=detail)
+    return person
+
+
+@transaction.atomic
+def person_back(*, person: Person, by: Person | None, via: str) -> Person:
+    """`person` is back: asked again in their own right, their delegate no longer."""
+    Person.objects.filter(pk=person.pk).update(
+        away_until=None, away_delegate=None, updated_at=timezone.now()
+    )
+    person.away_until, person.away_delegate = None, None
+    detail = {"person": str(person.pk), "by": str(by.pk) if by else None, "via": via}
+    person_away_changed.send(
+        sender=Person, tenant=person.tenant, type="away_cleared", detail=detail
+    )
+    return person

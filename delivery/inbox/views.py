@@ -33,9 +33,11 @@ from ..cards import (
     build_escalation,
     build_steward_notice,
     candidate_label,
+    card_of_row,
 )
 from ..models import Delivery, DeliveryKind, NonceState
 from ..restriction import excerpt_for_chat
+from .away import delegated_cards
 
 
 def _person(request: HttpRequest) -> Person | None:
@@ -50,7 +52,9 @@ def open_cards(person: Person) -> list[dict[str, Any]]:
             person=person, kind=DeliveryKind.QUESTION, nonce_state=NonceState.ACTIVE
         )
         .exclude(clarification__state__in=[State.ANSWERED])
-        .select_related("clarification__source_version__source", "clarification__target")
+        .select_related(
+            "clarification__source_version__source", "clarification__target", "on_behalf_of"
+        )
         .order_by("-created_at")
     )
     seen: set[Any] = set()
@@ -61,7 +65,9 @@ def open_cards(person: Person) -> list[dict[str, Any]]:
         seen.add(d.clarification_id)
         cards.append(
             {
-                "card": build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)),
+                "card": card_of_row(
+                    build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)), d
+                ),
                 "delivery": d,
             }
         )
@@ -132,8 +138,11 @@ def inbox(request: HttpRequest) -> HttpResponse:
     person = _person(request)
     cards = open_cards(person) if person is not None else []
     stewarding = steward_items(person) if person is not None else []
+    delegated = delegated_cards(person) if person is not None else []
     return render(
-        request, "inbox/inbox.html", {"person": person, "cards": cards, "stewarding": stewarding}
+        request,
+        "inbox/inbox.html",
+        {"person": person, "cards": cards, "stewarding": stewarding, "delegated": delegated},
     )
 
 

@@ -18,7 +18,7 @@ from clarify.api.outcomes import answer_reply
 from clarify.errors import NoReadPermission
 from clarify.models import Clarification, Severity, State
 from clarify.reports import clarification_detail, clarification_row, target_names
-from clarify.selectors import needs_steward_attention_q
+from clarify.selectors import needs_steward_attention_q, waiting_on_away_q
 from clarify.services import clarification_answer
 from clarify.stewardship import clarification_override, erase_person_attribution
 from common.errors import DomainError
@@ -92,6 +92,12 @@ class Command(BaseCommand):
             type=int,
             help="list at most N clarifications, newest first (default: the whole set)",
         )
+        queue.add_argument(
+            "--waiting-on-away",
+            action="store_true",
+            help="instead of the needs-attention set: the open questions routed to, around "
+            "or through a delegate for someone away today",
+        )
         queue.add_argument("--json", action="store_true")
         erase = sub.add_parser("erase-attribution", help="tombstone a person's attribution")
         erase.add_argument("--tenant", required=True)
@@ -155,9 +161,8 @@ class Command(BaseCommand):
     def do_queue(self, opts: dict[str, Any]) -> None:
         """The whole needs_steward_attention set (CONTRACT §2), newest first, streamed in
         chunks; `--limit N` keeps the newest N."""
-        qs = Clarification.objects.select_related("tenant", "target").filter(
-            needs_steward_attention_q()
-        )
+        wanted = waiting_on_away_q() if opts["waiting_on_away"] else needs_steward_attention_q()
+        qs = Clarification.objects.select_related("tenant", "target").filter(wanted)
         tenant = _tenant(opts["tenant"])
         if tenant is not None:
             qs = qs.filter(tenant=tenant)
@@ -241,6 +246,8 @@ class Command(BaseCommand):
             f"    {'job #' + str(d['job']) + ' ' if d.get('job') else ''}attempt {d['attempt']}: "
             f"{d['candidate'] or 'steward'} — {d['outcome']}"
             f"{' (' + d['reason'] + ')' if d.get('reason') else ''}"
+            f"{', delegate ' + d['delegate'] if d.get('delegate') else ''}"
+            f"{', on behalf of ' + d['onBehalfOf'] if d.get('onBehalfOf') else ''}"
             f"{', nonce ' + d['nonceState'] if d.get('nonceState') else ''}"
             f"{', via ' + d['channel'] if d.get('channel') else ''}"
             for d in data["deliveryHistory"]
