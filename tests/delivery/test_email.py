@@ -195,7 +195,7 @@ def test_a_person_reached_only_by_email_answers_through_the_link(mailbox, submit
     assert [(h["outcome"], h["channel"]) for h in history] == [("delivered", "email")]
     out = StringIO()
     call_command("clarify", "show", str(clar.pk), stdout=out)
-    assert "email" in out.getvalue()
+    assert f"attempt 0: {alice.pk} — delivered, nonce closed, via email" in out.getvalue()
     decide = signed_in(people["sam"]).get(f"/admin/clarify/clarification/{clar.pk}/change/")
     assert decide.status_code == 200
     # outcome, reason, routing (whom it was routed for), channel
@@ -353,3 +353,29 @@ def test_a_steward_reached_by_email_gets_the_redacted_escalation(mailbox, settin
         assert links_of(part) == []
     [row] = deliveries(clar, kind=DeliveryKind.ESCALATION)
     assert (row.channel, row.status, row.redacted) == ("email", DeliveryStatus.SENT, True)
+
+
+def test_a_link_signed_out_offers_the_tenants_single_sign_on_back_to_it(mailbox, submit):
+    from identity.models import SsoProvider
+
+    clar = submit(links=[("AUTHORED_BY", "alice")])
+    SsoProvider.objects.create(
+        tenant=clar.tenant, issuer="https://idp.acme.test", client_id="c", client_secret="s"
+    )
+    run_worker()
+    link = path_of(links_of(parts(only_message(mailbox, "alice@acme.test"))[0])[0])
+    browser = Client()
+    to_login = browser.get(link)["Location"]
+    page = browser.get(to_login).content.decode()
+    assert f'href="/sso/acme/login/?next={link.replace("/", "%2F")}"' in page
+
+
+def test_a_hostile_title_is_escaped_in_html_and_cannot_add_a_header(mailbox, submit):
+    submit(links=[("AUTHORED_BY", "alice")], title='<img src=x onerror="go()">\nBcc: eve@evil.test')
+    run_worker()
+    [(rcpt, message)] = mailbox.take()
+    assert rcpt == ["alice@acme.test"] and message["Bcc"] is None
+    assert "\n" not in subject(message)
+    text, html = parts(message)
+    assert "<img" not in html and "&lt;img src=x onerror=&quot;go()&quot;&gt;" in html
+    assert '<img src=x onerror="go()">' in text  # plain text is not markup
