@@ -20,9 +20,8 @@ class ClarifyConfig(AppConfig):
         from graph.api.records import PENDING_NOTES
         from graph.signals import source_changed
 
-        from . import checks, routing, selectors  # noqa: F401 (checks registers itself)
+        from . import checks, selectors  # noqa: F401 (checks registers itself)
 
-        routing.register()
         source_changed.connect(_source_change_audit, dispatch_uid="clarify.source_change_audit")
         from tenancy.services import person_away_changed
 

@@ -31,7 +31,7 @@ class EffectivePolicy:
     reminder_after_hours: float | None = None
 
 
-CHANNEL_NAMES = ("teams", "slack", "inbox")
+CHANNEL_NAMES = ("teams", "slack", "inbox", "email")
 
 
 def channel_order_errors(value: Any) -> str | None:

@@ -8,11 +8,11 @@ from django.conf import settings
 
 from common.codes import ATTEMPT_SKIPS, JobReason, SkipReason
 from jobs.models import Job
-from jobs.policies import KindPolicy, register_kind
+from jobs.policies import KindPolicy
 
 from .lifecycle import clarification_transition
 from .models import CLOSED_STATES, AuditEvent, Clarification, State
-from .services import CLARIFY_JOB_KIND, audit_event_append
+from .services import audit_event_append
 
 LEASE_TTL_SECONDS = 60
 
@@ -185,7 +185,3 @@ def on_dead(job: Job) -> None:
         type="dead_lettered",
         detail={"lastError": job.last_error, "skipReasons": skip_reasons(clar)},
     )
-
-
-def register() -> None:
-    register_kind(CLARIFY_JOB_KIND, clarify_job_policy)

@@ -14,10 +14,17 @@ class DeliveryConfig(AppConfig):
         from clarify import reports as clarify_reports
         from clarify import services as clarify_services
         from clarify import stewardship as clarify_stewardship
+        from clarify.models import CLARIFY_JOB_KIND
+        from clarify.routing import clarify_job_policy
         from graph import access
+        from jobs.policies import KindPolicy, register_kind
 
         from . import history, integrity, revocation, worker
 
+        # The routing jobs of clarifications: clarify's policy, this app's round handler.
+        register_kind(
+            CLARIFY_JOB_KIND, clarify_job_policy, handler=worker.handle_leases, rounds=True
+        )
         if worker.close_nonces not in clarify_services.BIND_HOOKS:
             clarify_services.BIND_HOOKS.append(worker.close_nonces)
         # What clarify does, reports or checks about cards, each through clarify's own seam.
@@ -28,11 +35,15 @@ class DeliveryConfig(AppConfig):
         # Losing read access revokes the cards sent (the core's seam, never an import up).
         if revocation.read_access_recheck not in access.READ_ACCESS_HOOKS:
             access.READ_ACCESS_HOOKS.append(revocation.read_access_recheck)
+        # A reminder job waits in `run_after` (the delay), then runs once, in the same
+        # round handler (it tells reminders from routing jobs by kind).
+        register_kind(
+            worker.REMINDER_KIND,
+            lambda: KindPolicy(max_attempts=1),
+            handler=worker.handle_leases,
+            rounds=True,
+        )
         post_migrate.connect(_ensure_digest_schedule, sender=self)
-        from jobs.policies import KindPolicy, register_kind
-
-        # A reminder job waits in `run_after` (the delay), then runs once.
-        register_kind(worker.REMINDER_KIND, lambda: KindPolicy(max_attempts=1))
 
 
 def _register(registry: list[Any], entry: Any) -> None:

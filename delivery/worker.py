@@ -1,5 +1,5 @@
 """The delivery worker (the clarify-bot, acting with the `clarify` audience): the handler
-of `clarify:temporal` jobs (`handle_leases`, in `settings.JOB_WORKERS`). It takes each
+of `clarify:temporal` jobs (`handle_leases`, registered in `DeliveryConfig.ready`). It takes each
 leased round whole; one lease is a round of one. Attempt N of a job asks ranking[N]; the
 attempt after the last candidate is the redacted steward escalation.
 
@@ -74,7 +74,7 @@ from jobs.services import (
     lease_renew,
     leases_lock,
 )
-from jobs.tasks import fail_after_bug, round_handler
+from jobs.tasks import fail_after_bug
 from tenancy.models import Person, Rights
 from tenancy.selectors import aliases_for
 
@@ -182,7 +182,6 @@ class Message:
 Planner = Callable[[Round, Leased, JobView, ClarView | None, dict[Any, Delivery]], Plan]
 
 
-@round_handler
 def handle_leases(leases: list[Lease]) -> None:
     """Process a round of leased clarify:temporal jobs (see the module docstring). It
     raises only before anything is written or sent (the round's transaction rolled

@@ -41,7 +41,8 @@ from .services import submissions_apply
 
 # Bump when detection or to_submission changes what the same file yields: every file is
 # then detected again on the next run.
-DETECTION_VERSION = "3"  # 2: a lone "\r" is a line break; 3: dates read by the temporal tagger
+DETECTION_VERSION = "4"  # 2: a lone "\r" is a line break; 3: dates read by the temporal tagger;
+# 4: the document's `date` (DOCUMENT_DATE) and `term` facts, PDF text read like plain text
 
 
 EXTERNAL_ID_MAX = 500  # a source's externalId (CONTRACT §3.1)

@@ -3,9 +3,9 @@
 from typing import Any
 
 from django.conf import settings
-from django.core.checks import CheckMessage, Error, register
+from django.core.checks import CheckMessage, Error, Warning, register
 
-from . import dispatch
+from . import dispatch, policies
 
 
 @register("jobs")
@@ -28,4 +28,21 @@ def check_cluster_routing(**kwargs: Any) -> list[CheckMessage]:
             ),
             id="jobs.E001",
         )
+    ]
+
+
+@register("jobs")
+def check_kind_handlers(**kwargs: Any) -> list[CheckMessage]:
+    """Every registered kind has its in-process handler, registered with it in one place
+    (`register_kind(kind, policy, handler=...)`). A kind without one is only leased by
+    external workers over `/v1/jobs`: nothing wakes for it here, which is rarely meant."""
+    return [
+        Warning(
+            f"Job kind {kind!r} is registered without an in-process handler: only external "
+            "workers (/v1/jobs) lease its jobs.",
+            hint=f"Register it with its handler: register_kind({kind!r}, ..., handler=...).",
+            id="jobs.W001",
+        )
+        for kind in policies.registered_kinds()
+        if policies.handler_for(kind) is None
     ]

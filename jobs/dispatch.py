@@ -11,6 +11,8 @@ import logging
 
 from django.conf import settings
 
+from .policies import handler_for
+
 log = logging.getLogger(__name__)
 
 
@@ -50,9 +52,7 @@ def kick(kind: str) -> None:
     for `kind` now, instead of at the next sweep. Does nothing when no in-process worker
     serves that kind or dispatch is off (`JOBS_DISPATCH=0`, the test default): the sweep
     schedule still picks the job up."""
-    workers = getattr(settings, "JOB_WORKERS", {})
-    served = any(kind.startswith(prefix) for prefix in workers)
-    if not served or not getattr(settings, "JOBS_DISPATCH", True):
+    if handler_for(kind) is None or not getattr(settings, "JOBS_DISPATCH", True):
         return
     from django_q.tasks import async_task
 

@@ -1,5 +1,9 @@
-"""Per-kind job policy: lease TTL, backoff base and cap, default max attempts, and hooks
-other apps register (e.g. clarify moves a clarification to dead_lettered when its job dies).
+"""The job kinds, declared in one place each (`register_kind`, from an app's
+`AppConfig.ready`): a kind's policy — lease TTL, backoff base and cap, default max
+attempts, and the hooks the queue calls (e.g. clarify moves a clarification to
+dead_lettered when its job dies) — and its in-process handler, the function the cluster
+runs for each leased job (`jobs.tasks.work`). A kind registered without a handler is
+leased only by external workers (`/v1/jobs`).
 """
 
 import random
@@ -27,21 +31,56 @@ class KindPolicy:
 
 
 DEFAULT_POLICY = KindPolicy()
-_POLICIES: dict[str, Callable[[], KindPolicy]] = {}
 
 
-def register_kind(kind: str, policy: Callable[[], KindPolicy]) -> None:
-    """Register a kind's policy factory (called at use, so settings overrides apply)."""
-    _POLICIES[kind] = policy
+@dataclass(frozen=True)
+class KindHandler:
+    """A kind's in-process handler. `rounds`: it takes each leased round whole (a list of
+    leases), so what it reads and writes for one lease it reads and writes once for the
+    round, and a single lease is a round of one. Such a handler may raise only before it
+    wrote or sent anything (the round is then run again lease by lease); after that it
+    fails the jobs it could not finish itself. Otherwise it takes one lease at a time."""
+
+    handle: Callable[..., None]
+    rounds: bool = False
+
+
+@dataclass(frozen=True)
+class _Kind:
+    policy: Callable[[], KindPolicy] | None
+    handler: KindHandler | None
+
+
+_KINDS: dict[str, _Kind] = {}
+
+
+def register_kind(
+    kind: str,
+    policy: Callable[[], KindPolicy] | None = None,
+    *,
+    handler: Callable[..., None] | None = None,
+    rounds: bool = False,
+) -> None:
+    """Declare `kind`: its policy factory (called at use, so settings overrides apply;
+    None: `DEFAULT_POLICY`) and its in-process handler (a function of one lease, or with
+    `rounds=True` of a round's list of leases; None: external workers only). Call it from
+    the registering app's `AppConfig.ready`; registering a kind again replaces it."""
+    _KINDS[kind] = _Kind(policy, KindHandler(handler, rounds) if handler is not None else None)
 
 
 def registered_kinds() -> list[str]:
-    return list(_POLICIES)
+    return list(_KINDS)
 
 
 def policy_for_kind(kind: str) -> KindPolicy:
-    factory = _POLICIES.get(kind)
-    return factory() if factory is not None else DEFAULT_POLICY
+    entry = _KINDS.get(kind)
+    return entry.policy() if entry is not None and entry.policy is not None else DEFAULT_POLICY
+
+
+def handler_for(kind: str) -> KindHandler | None:
+    """The kind's in-process handler, or None (no such kind, or external workers only)."""
+    entry = _KINDS.get(kind)
+    return entry.handler if entry is not None else None
 
 
 def backoff_seconds(kind: str, attempt: int, rng: random.Random | None = None) -> float:

@@ -4,67 +4,31 @@ django-q2 only executes; the Job table holds all state. These tasks are safe to 
 leasing is atomic, and a duplicate worker simply finds nothing ready.
 """
 
-import functools
 import logging
 import time
 from collections.abc import Callable
 from typing import Any
 
-from django.conf import settings
 from django.db import close_old_connections
-from django.utils.module_loading import import_string
 
 from common.codes import JobReason
 from common.observability import request_id_var
 
 from . import dispatch
+from .policies import handler_for
 from .services import Lease, job_fail, job_lease, jobs_sweep, lease_renew
 
 log = logging.getLogger(__name__)
 WORK_LOOP_SECONDS = 50
-# Leases per round: a round handler gets up to ROUND_LEASES at once, a per-lease handler
-# LEASES_PER_ROUND one by one.
+# Leases per round: a round handler (`register_kind(..., rounds=True)`) gets up to
+# ROUND_LEASES at once, a per-lease handler LEASES_PER_ROUND one by one.
 LEASES_PER_ROUND = 10
 ROUND_LEASES = 50
-
-
-class RoundHandler:
-    """A kind's handler that takes each leased round whole (`round_handler`), so what it
-    reads and writes for one lease it reads and writes once for the round: a single
-    lease is a round of one. It may raise only before it wrote or sent anything (the
-    round is then run again lease by lease); after that it fails the jobs it could not
-    finish itself."""
-
-    def __init__(self, handle: Callable[[list[Lease]], None]) -> None:
-        self.handle = handle
-        functools.update_wrapper(self, handle)
-
-    def __call__(self, leases: list[Lease]) -> None:
-        self.handle(leases)
-
-
-def round_handler(handle: Callable[[list[Lease]], None]) -> RoundHandler:
-    """Mark a `JOB_WORKERS` handler as one that takes whole rounds (`RoundHandler`)."""
-    return RoundHandler(handle)
-
-
-Handler = Callable[[Lease], None] | RoundHandler
 
 
 def sweep() -> dict[str, Any]:
     """The once-a-minute schedule: reap expired leases, kick ready kinds."""
     return jobs_sweep()
-
-
-def handler_for(kind: str) -> Handler | None:
-    """The kind's in-process handler, from the one registry of them
-    (`settings.JOB_WORKERS`, by kind prefix): a `RoundHandler`, or a function of one
-    lease."""
-    for prefix, path in getattr(settings, "JOB_WORKERS", {}).items():
-        if kind.startswith(prefix):
-            handler: Handler = import_string(path)
-            return handler
-    return None
 
 
 def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
@@ -88,7 +52,7 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
         )
         return 0
     audience = dispatch.audience_of(kind)
-    rounds = isinstance(handler, RoundHandler)
+    rounds = handler.rounds
     deadline = time.monotonic() + max_seconds
     done = 0
     holder = f"cluster:{dispatch.this_cluster()}"
@@ -104,16 +68,16 @@ def work(kind: str, max_seconds: float = WORK_LOOP_SECONDS) -> int:
         if not leases:
             break
         done += len(leases)
-        if isinstance(handler, RoundHandler):
-            _run_round(handler, leases)
+        if rounds:
+            _run_round(handler.handle, leases)
             continue
         for lease in leases:
             if lease_renew(lease):
-                _run_one(handler, lease)
+                _run_one(handler.handle, lease)
     return done
 
 
-def _run_round(handler: RoundHandler, leases: list[Lease]) -> None:
+def _run_round(handler: Callable[[list[Lease]], None], leases: list[Lease]) -> None:
     """The round through its handler. One that raised (before it wrote or sent anything)
     is run again a lease at a time, so one bad lease fails alone; a round of one that
     raises fails its job as a per-lease handler's bug does. Each lease's request id is

@@ -295,6 +295,29 @@ SSO_METADATA_CACHE_SECONDS = env.int("SSO_METADATA_CACHE_SECONDS", default=300)
 # this on (it switches email-validator's test mode on for the whole process).
 SCIM_ALLOW_TEST_DOMAINS = env.bool("SCIM_ALLOW_TEST_DOMAINS", default=DEBUG)
 
+
+def email_config(url: str) -> dict[str, Any]:
+    """Django's EMAIL_* settings for an EMAIL_URL (django-environ's form:
+    `smtp://user:pass@host:587?tls=1`, `smtp+tls://…`, `smtps://…`, `consolemail://`,
+    `filemail:///path`). django-environ leaves `?tls=1`/`?ssl=1` in OPTIONS, where
+    Django never reads them: they become EMAIL_USE_TLS / EMAIL_USE_SSL here."""
+    config: dict[str, Any] = environ.Env.email_url_config(url)
+    options = config.pop("OPTIONS", {}) or {}
+    for name in ("TLS", "SSL"):
+        value = str(options.pop(name, "")).strip().lower()
+        if value in ("1", "true", "yes", "on"):
+            config[f"EMAIL_USE_{name}"] = True
+    return {key: value for key, value in config.items() if value is not None}
+
+
+# The email channel (CONTRACT §1, §3.10): its server as one URL; unset, email is not a
+# channel here. `make run` (DEBUG=1) prints the messages on the console instead.
+EMAIL_URL = env.str("EMAIL_URL", default="consolemail://" if DEBUG else "")
+if EMAIL_URL:
+    globals().update(email_config(EMAIL_URL))
+DEFAULT_FROM_EMAIL = env.str("DEFAULT_FROM_EMAIL", default="Telha clarify <clarify@localhost>")
+EMAIL_TIMEOUT = 10  # seconds, per SMTP connection (a send is retried inside its lease)
+
 SLACK_SIGNING_SECRET = env.str("SLACK_SIGNING_SECRET", default="")
 SLACK_BOT_TOKEN = env.str("SLACK_BOT_TOKEN", default="")
 SLACK_API_URL = env.str("SLACK_API_URL", default="https://slack.com/api/")
@@ -344,13 +367,8 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "WARNING"}},
 }
 
-# The in-process job handler the cluster runs for each kind prefix, the one registry of
-# them (jobs.tasks.handler_for; jobs.dispatch wakes only these kinds): a round
-# handler (`jobs.tasks.round_handler`) takes each leased round whole.
-JOB_WORKERS: dict[str, str] = {
-    "clarify:": "delivery.worker.handle_leases",
-    "ingest:": "ingest.documents.handle_lease",
-}
+# A job kind's in-process handler is registered with its policy, in one place: its
+# app's AppConfig.ready (`jobs.policies.register_kind`).
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Which queue's cluster runs each audience's in-process worker, e.g.
 # "clarify=telha-clarify,ingest=telha-ingest" (unlisted audiences: the default queue). Set

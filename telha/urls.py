@@ -8,6 +8,7 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerSplitVie
 from clarify.api import views as clarify_views
 from common import error_views
 from delivery import documents
+from delivery.email import views as email_views
 from delivery.inbox import away
 from delivery.inbox import views as inbox
 from graph.api import views as graph_views
@@ -61,6 +62,7 @@ urlpatterns = [
     path("inbox/ask/now", inbox.ask_now_view, name="inbox-ask-now"),
     path("inbox/facts/<str:node_id>/", inbox.fact, name="inbox-fact"),
     path("inbox/documents/<str:source_id>/", documents.document, name="inbox-document"),
+    path("email/answer/<str:nonce>/<str:choice>/", email_views.answer, name="email-answer"),
     path("", RedirectView.as_view(url="/inbox/", permanent=False)),
     path("hooks/", include("delivery.urls")),
     path("scim/v2/", include(scim_v2)),

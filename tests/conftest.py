@@ -136,6 +136,16 @@ def people(workspace):
     return {p.email.split("@")[0]: p for p in workspace.people.all()}
 
 
+@pytest.fixture
+def job_kinds(monkeypatch: pytest.MonkeyPatch) -> Any:
+    """`jobs.policies.register_kind` for this test only: the kinds registered by the apps
+    stay, and the registry is restored after the test."""
+    from jobs import policies
+
+    monkeypatch.setattr(policies, "_KINDS", dict(policies._KINDS))
+    return policies.register_kind
+
+
 def client_for(secret: str) -> APIClient:
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Bearer {secret}")

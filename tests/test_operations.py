@@ -830,8 +830,8 @@ def _run(kind: str) -> int:
         return work(kind, max_seconds=5)
 
 
-def test_the_worker_restores_each_jobs_request_id_and_resets_it(workspace, settings):
-    settings.JOB_WORKERS = {"ingest:ops": f"{__name__}.recording_handler"}
+def test_the_worker_restores_each_jobs_request_id_and_resets_it(workspace, job_kinds):
+    job_kinds("ingest:ops", handler=recording_handler)
     handled.clear()
     plain = job_enqueue(tenant=workspace, kind="ingest:ops", payload={"n": 1})
     token = request_id_var.set("req-a")
@@ -851,9 +851,9 @@ def test_the_worker_restores_each_jobs_request_id_and_resets_it(workspace, setti
     assert sorted(handled) == sorted([(plain.pk, ""), (traced.pk, "req-a")])
 
 
-def test_a_failing_handler_is_logged_under_its_jobs_request_id(workspace, settings, caplog):
+def test_a_failing_handler_is_logged_under_its_jobs_request_id(workspace, job_kinds, caplog):
     caplog.handler.addFilter(RequestIdFilter())
-    settings.JOB_WORKERS = {"ingest:ops": f"{__name__}.raising_handler"}
+    job_kinds("ingest:ops", handler=raising_handler)
     handled.clear()
     token = request_id_var.set("req-b")
     try:

@@ -15,6 +15,7 @@ CHANNEL_CLASSES = {
     "teams": "delivery.teams.channel.TeamsChannel",
     "slack": "delivery.slack.channel.SlackChannel",
     "inbox": "delivery.inbox.channel.InboxChannel",
+    "email": "delivery.email.channel.EmailChannel",
 }
 
 

@@ -330,6 +330,34 @@ ENDS = [
         None,
     ),
     (
+        "effective-through-and-including",
+        "This Agreement shall be effective    through and including September 30, 2017.",
+        date(2017, 10, 1),
+    ),
+    (
+        "commencing-upon-the-effective-date",
+        "This Agreement shall be for a period of two (2) years commencing upon the Effective "
+        "Date hereof unless sooner terminated.",
+        date(2016, 3, 10),
+    ),
+    (
+        "end-of-a-numbered-contract-year",
+        "The term of this Agreement will commence on the Effective Date and will end upon the "
+        "end of Year 4.",
+        date(2018, 3, 10),
+    ),
+    (
+        "end-of-the-nth-contract-year",
+        "This Agreement shall remain in force until the end of the second Contract Year.",
+        date(2016, 3, 10),
+    ),
+    (
+        "a-list-after-a-colon",
+        "This Agreement shall remain in effect until the earlier of the following:\n\n"
+        "(a) the third anniversary of this Agreement; and\n\n(b) a sale of the business.",
+        date(2017, 3, 11),
+    ),
+    (
         "counted-from-an-undated-event",
         "The term of this Agreement shall be five (5) years from the Launch Date.",
         None,
@@ -396,3 +424,92 @@ def test_reading_is_bounded_by_passages():
     text = PREAMBLE + "x " * 20000
     reading = read_contract(find_sites(text))
     assert reading.made is not None and reading.made.written.day == date(2014, 3, 10)
+
+
+# --- text as PDFs extract it ------------------------------------------------------------------
+
+
+def test_pdf_look_alikes_read_like_plain_text():
+    """A PDF's text layer writes ";" as U+037E, quotes curly and spaces no-break: the
+    clause after a covenant ending in U+037E and a line break is its own sentence, and
+    the term clause with curly quotes reads as the plain one does."""
+    plain = (
+        PREAMBLE + "\n5. Covenants. During the Term each party shall keep an annual budget;\n"
+        "(b) it shall keep records.\n7. Term. This Agreement shall continue through "
+        'June 30, 2016 (the "Term").\n'
+    )
+    pdf = plain.replace(";\n", "\u037e\n").replace('"', "\u201c").replace("June 30", "June\xa030")
+    for text in (plain, pdf):
+        facts, questions = run(text)
+        assert facts["term"].valid_to == date(2016, 7, 1)
+        assert questions == {}
+
+
+def test_a_long_proviso_between_the_contract_and_its_length():
+    facts, _ = run(
+        PREAMBLE + "\n9.1 Initial Term. This Agreement will become effective as of the Effective "
+        "Date and, unless sooner terminated under Sections 4.2 [Payment Default], 6.3 "
+        "[Insolvency] or 9.2 [Termination for Convenience of either Party], shall remain in "
+        'effect for three (3) years from and after the Effective Date (the "Initial Term").\n'
+    )
+    assert facts["term"].valid_to == date(2017, 3, 10)
+
+
+def test_signature_dates_over_their_date_labels():
+    """A form-like signature block puts the values above their labels; extracted, the
+    dates come before the word "Date"."""
+    text = (
+        COVER
+        + "This Supply Agreement is entered into as of the Effective Date."
+        + PARTIES
+        + '"Effective Date" means the date of the last signature on this Agreement.\n'
+        + "x " * 400
+        + "\nIN WITNESS WHEREOF, the parties have signed this Agreement.\nBy: /s/ A. Reyes  "
+        "By: /s/ B. Okafor\n3/14/2019   03/19/2019\nDate   Date\n" + "x " * 40
+    )
+    facts, questions = run(text)
+    assert facts["date"].valid_from == date(2019, 3, 19)
+    assert facts["term"].valid_from == date(2019, 3, 19)
+    assert questions == {}
+
+
+def test_a_date_of_another_kind_is_no_signature_date():
+    """ "… 6/1/2020 date of first shipment": the label is another date's."""
+    text = (
+        COVER
+        + "This Supply Agreement is between the parties below."
+        + PARTIES
+        + "IN WITNESS WHEREOF, the parties have signed this Agreement.\nBy: /s/ A. Reyes\n"
+        "Deliveries begin 6/1/2020 date of first shipment.\n" + "x " * 40
+    )
+    facts, _ = run(text)
+    assert facts["date"].valid_from is None or facts["date"].valid_from != date(2020, 6, 1)
+
+
+def test_a_month_with_a_stray_full_stop_still_dates_the_preamble():
+    text = (
+        COVER + "This Supply Agreement is made and entered into this 9 day of October. 2015 "
+        '(the "Effective Date") by Northwind Tools, Inc. and Quarry Lane Ltd.\n'
+    )
+    assert made_and_start(text) == (date(2015, 10, 9), date(2015, 10, 9))
+
+
+@pytest.mark.parametrize(
+    "clause",
+    [
+        # a length of the first months of the term, not the term's
+        "Provided, with respect to each of the first two (2) months of the Term, the fee "
+        "shall be reduced by the amount set out in the last paragraph of Section 4.",
+        # another agreement's period, not this one's
+        "The Escrow Agreement will require the agent to hold the funds for a period of up to "
+        "six (6) months.",
+        # the contract as the object of a verb
+        "If the Buyer terminates this Agreement, the Supplier shall continue deliveries for "
+        "one (1) month.",
+        # not a contract year
+        "Prices shall be reviewed at the end of the year 2016.",
+    ],
+)
+def test_not_the_end_of_the_term(clause):
+    facts, _ = run(PREAMBLE + "\n7. Prices.\n" + clause + "\n")
+    assert facts["term"].valid_to is None

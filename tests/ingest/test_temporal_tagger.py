@@ -221,6 +221,16 @@ def test_offsets_index_the_text_given():
         assert text[timex.start : timex.end] == timex.text
 
 
+def test_extraction_look_alikes_are_read_as_plain_characters():
+    """PDF text layers write no-break, en and em spaces, curly quotes and U+037E for ";":
+    the expression reads as in plain text, its span on the text given."""
+    assert tagged("for twelve\xa0(12) months\u037e then") == [
+        ("twelve\xa0(12) months", "DURATION", "P12M")
+    ]
+    assert tagged("for\u2002three years") == [("three years", "DURATION", "P3Y")]
+    assert tagged("the Buyer\u2019s fee for 2019\u037e") == [("2019", "DATE", "2019")]
+
+
 # --- precision where detection acts (issue 29, item 4) ------------------------------------
 
 NOT_DATES = [

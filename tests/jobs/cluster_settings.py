@@ -2,8 +2,8 @@
 plus one in-process worker, for the test kind `ingest:slow` only."""
 
 from telha.test_settings import *  # noqa: F403
-from telha.test_settings import Q_CLUSTER
+from telha.test_settings import INSTALLED_APPS, Q_CLUSTER
 
-JOB_WORKERS = {"ingest:slow": "tests.jobs.handlers.slow_handler"}
+INSTALLED_APPS = [*INSTALLED_APPS, "tests.jobs.apps.SlowClusterKinds"]
 JOBS_DISPATCH = True
 Q_CLUSTER = {**Q_CLUSTER, "workers": 2, "poll": 0.2}

@@ -100,8 +100,9 @@ def assert_error(resp: Any, status: int, code: str) -> None:
 
 
 def register_test_kind(monkeypatch: pytest.MonkeyPatch, kind: str, **policy: Any) -> None:
-    """A kind policy for this test only (removed again by monkeypatch)."""
-    monkeypatch.setitem(policies._POLICIES, kind, lambda: policies.KindPolicy(**policy))
+    """A kind policy for this test only (the registry is restored by monkeypatch)."""
+    monkeypatch.setattr(policies, "_KINDS", dict(policies._KINDS))
+    policies.register_kind(kind, lambda: policies.KindPolicy(**policy))
 
 
 # ---------------------------------------------------------------------------------------

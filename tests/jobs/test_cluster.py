@@ -34,8 +34,8 @@ work_db = pytest.mark.django_db(transaction=True)
 
 
 @work_db
-def test_work_leases_and_handles_every_ready_job(settings, enqueue):
-    settings.JOB_WORKERS = {"ingest:rec": "tests.jobs.handlers.complete_handler"}
+def test_work_leases_and_handles_every_ready_job(job_kinds, enqueue):
+    job_kinds("ingest:rec", handler=handlers.complete_handler)
     handlers.SEEN.clear()
     jobs = enqueue("ingest:rec", n=12)
     [other] = enqueue("ingest:other")
@@ -51,16 +51,16 @@ def test_work_leases_and_handles_every_ready_job(settings, enqueue):
 
 
 @work_db
-def test_work_without_a_handler_leaves_jobs_alone(settings, enqueue):
-    settings.JOB_WORKERS = {}
+def test_work_without_a_handler_leaves_jobs_alone(job_kinds, enqueue):
+    job_kinds("ingest:rec")  # a policy, no in-process handler: external workers only
     [job] = enqueue("ingest:rec")
     assert tasks.work("ingest:rec") == 0
     assert row(job).status == JobStatus.PENDING
 
 
 @work_db
-def test_a_handler_bug_fails_the_attempt_for_a_later_retry(settings, enqueue):
-    settings.JOB_WORKERS = {"ingest:bug": "tests.jobs.handlers.failing_handler"}
+def test_a_handler_bug_fails_the_attempt_for_a_later_retry(job_kinds, enqueue):
+    job_kinds("ingest:bug", handler=handlers.failing_handler)
     [job] = enqueue("ingest:bug")
     start = now()
     assert tasks.work("ingest:bug") == 1
@@ -72,10 +72,10 @@ def test_a_handler_bug_fails_the_attempt_for_a_later_retry(settings, enqueue):
 
 
 @pytest.mark.django_db
-def test_kick_queues_the_worker_only_for_served_kinds(settings):
+def test_kick_queues_the_worker_only_for_served_kinds(settings, job_kinds):
     from django_q.models import OrmQ
 
-    settings.JOB_WORKERS = {"ingest:rec": "tests.jobs.handlers.complete_handler"}
+    job_kinds("ingest:rec", handler=handlers.complete_handler)
     settings.JOBS_DISPATCH = True
     settings.JOB_CLUSTER_FOR_AUDIENCE = {"ingest": "telha-ingest"}
     dispatch.kick("ingest:unserved")
@@ -115,8 +115,8 @@ def _wait_for(predicate, timeout: float, what: str, log: Path) -> None:
 @pytest.mark.postgres
 @postgres_only
 @pytest.mark.django_db(transaction=True)
-def test_a_cluster_killed_mid_lease_loses_no_job(settings, enqueue):
-    settings.JOB_WORKERS = {handlers.SLOW_KIND: "tests.jobs.handlers.slow_handler"}
+def test_a_cluster_killed_mid_lease_loses_no_job(settings, job_kinds, enqueue):
+    job_kinds(handlers.SLOW_KIND, handlers.slow_policy, handler=handlers.slow_handler)
     settings.JOBS_DISPATCH = True
     [job] = enqueue(handlers.SLOW_KIND, payload={"n": 1})
 

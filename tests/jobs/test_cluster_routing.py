@@ -23,16 +23,19 @@ from jobs import checks, dispatch, tasks
 from jobs.models import JobStatus
 from jobs.services import jobs_sweep
 
+from . import handlers
 from .conftest import postgres_only, row
 from .test_cluster import ROOT, _database_url, _wait_for
 
 ROUTES = {"clarify": "telha-clarify", "ingest": "telha-ingest"}
 ROUTES_ENV = "clarify=telha-clarify,ingest=telha-ingest"
-WORKERS = {
-    "clarify:rec": "tests.jobs.handlers.complete_handler",
-    "ingest:rec": "tests.jobs.handlers.complete_handler",
-    "embed:rec": "tests.jobs.handlers.complete_handler",
-}
+SERVED_KINDS = ("clarify:rec", "ingest:rec", "embed:rec")
+
+
+def serve_test_kinds(job_kinds) -> None:
+    """An in-process handler for each test kind (this test only)."""
+    for kind in SERVED_KINDS:
+        job_kinds(kind, handler=handlers.complete_handler)
 
 
 # ---------------------------------------------------------------------------------------
@@ -58,8 +61,8 @@ def test_django_q2_runs_on_the_orm_broker_with_its_retries_off():
 
 
 @pytest.mark.django_db
-def test_a_queued_task_is_a_row_of_the_default_database(settings):
-    settings.JOB_WORKERS = WORKERS
+def test_a_queued_task_is_a_row_of_the_default_database(job_kinds, settings):
+    serve_test_kinds(job_kinds)
     settings.JOBS_DISPATCH = True
     dispatch.kick("clarify:rec")
     [queued] = OrmQ.objects.using("default").all()
@@ -73,9 +76,9 @@ def test_a_queued_task_is_a_row_of_the_default_database(settings):
 
 @pytest.mark.django_db
 def test_kicks_go_to_the_audiences_cluster_from_web_and_from_a_clusters_sweep(
-    settings, workspace, enqueue, monkeypatch
+    job_kinds, settings, workspace, enqueue, monkeypatch
 ):
-    settings.JOB_WORKERS = WORKERS
+    serve_test_kinds(job_kinds)
     settings.JOBS_DISPATCH = True
     settings.JOB_CLUSTER_FOR_AUDIENCE = ROUTES
 
@@ -109,8 +112,8 @@ def test_kicks_go_to_the_audiences_cluster_from_web_and_from_a_clusters_sweep(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_a_cluster_runs_only_the_audiences_routed_to_it(settings, enqueue, monkeypatch):
-    settings.JOB_WORKERS = WORKERS
+def test_a_cluster_runs_only_the_audiences_routed_to_it(job_kinds, settings, enqueue, monkeypatch):
+    serve_test_kinds(job_kinds)
     settings.JOB_CLUSTER_FOR_AUDIENCE = ROUTES
     [clarify_job] = enqueue("clarify:rec")
     [ingest_job] = enqueue("ingest:rec")
@@ -258,8 +261,8 @@ def _start_cluster(name: str, log: Path) -> subprocess.Popen:
 @pytest.mark.postgres
 @postgres_only
 @pytest.mark.django_db(transaction=True)
-def test_two_clusters_each_run_their_own_audience(settings, enqueue, tmp_path):
-    settings.JOB_WORKERS = WORKERS
+def test_two_clusters_each_run_their_own_audience(job_kinds, settings, enqueue, tmp_path):
+    serve_test_kinds(job_kinds)
     settings.JOBS_DISPATCH = True
     settings.JOB_CLUSTER_FOR_AUDIENCE = ROUTES
     logs = {name: tmp_path / f"{name}.log" for name in ROUTES.values()}

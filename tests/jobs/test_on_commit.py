@@ -15,6 +15,7 @@ from jobs.models import Job
 from jobs.services import job_enqueue
 
 from .conftest import post, submission
+from .handlers import complete_handler
 
 ROUTES = {"clarify": "telha-clarify", "ingest": "telha-ingest"}
 DOCUMENT = b"---\ntitle: NDA\n---\nThis NDA is effective from the start of next month.\n"
@@ -107,10 +108,10 @@ def test_a_rolled_back_enqueue_kicks_nothing(
 
 
 @pytest.mark.django_db(transaction=True)
-def test_job_enqueue_and_its_kick_commit_together(workspace, settings):
+def test_job_enqueue_and_its_kick_commit_together(workspace, settings, job_kinds):
     """The documented pattern (`job_enqueue` docstring): enqueue inside the transaction,
     kick with `transaction.on_commit`."""
-    settings.JOB_WORKERS = {"ingest:rec": "tests.jobs.handlers.complete_handler"}
+    job_kinds("ingest:rec", handler=complete_handler)
     with transaction.atomic():
         job_enqueue(tenant=workspace, kind="ingest:rec", payload={})
         transaction.on_commit(partial(dispatch.kick, "ingest:rec"))

@@ -17,6 +17,7 @@ from jobs.policies import backoff_seconds, policy_for_kind
 from jobs.services import job_fail, job_lease, jobs_reap, jobs_sweep
 
 from .conftest import SLACK, expire_lease, job_rows, make_runnable, now, register_test_kind, row
+from .handlers import complete_handler
 
 pytestmark = pytest.mark.django_db
 
@@ -213,8 +214,8 @@ def test_jobs_sweep_command_reaps(workspace, enqueue):
     assert "Reaped 0 expired lease(s)" in out.getvalue()
 
 
-def test_sweep_kicks_the_worker_of_each_ready_kind(settings, workspace, enqueue):
-    settings.JOB_WORKERS = {"ingest:kick": "tests.jobs.handlers.complete_handler"}
+def test_sweep_kicks_the_worker_of_each_ready_kind(settings, job_kinds, workspace, enqueue):
+    job_kinds("ingest:kick", handler=complete_handler)
     settings.JOBS_DISPATCH = True
     enqueue("ingest:kick", n=2)
     enqueue("ingest:nobody-serves-me")
@@ -231,8 +232,8 @@ def test_sweep_kicks_the_worker_of_each_ready_kind(settings, workspace, enqueue)
     assert [(t["func"], t["args"]) for t in tasks] == [("jobs.tasks.work", ("ingest:kick",))]
 
 
-def test_sweep_kicks_nothing_when_dispatch_is_off(settings, workspace, enqueue):
-    settings.JOB_WORKERS = {"ingest:kick": "tests.jobs.handlers.complete_handler"}
+def test_sweep_kicks_nothing_when_dispatch_is_off(settings, job_kinds, workspace, enqueue):
+    job_kinds("ingest:kick", handler=complete_handler)
     settings.JOBS_DISPATCH = False
     enqueue("ingest:kick")
     queued = OrmQ.objects.count()

@@ -18,6 +18,7 @@ DEMO_DIR = Path(settings.BASE_DIR) / "demo"
 # Folders without front-matter ACLs get these readers.
 FOLDER_ACL = {"policies": ["group:finance"], "mail": ["group:legal", "group:finance"]}
 FIXED_MTIME = datetime(2026, 9, 1, tzinfo=UTC)
+DEMO_CHANNELS = ["teams", "slack", "email", "inbox"]
 
 
 class Command(BaseCommand):
@@ -31,8 +32,15 @@ class Command(BaseCommand):
         data = json.loads((demo / "workspace.json").read_text())
         tenant = workspace_load(data=data).tenant
         # Signature conflicts are high-stakes in the demo: they need two confirmations.
+        # Email comes before the inbox: under `make run` (EMAIL_URL=consolemail://) the
+        # questions are printed as emails on the console, their links answer after sign-in
+        # (and the inbox still lists every open question, whatever channel carried it).
         ClarifyPolicy.objects.get_or_create(
-            tenant=tenant, defaults={"severity_elevate": {"conflicting_dates": "critical"}}
+            tenant=tenant,
+            defaults={
+                "severity_elevate": {"conflicting_dates": "critical"},
+                "channel_order": DEMO_CHANNELS,
+            },
         )
         names = people_by_name(tenant)
         opened = deduplicated = 0

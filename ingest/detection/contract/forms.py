@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from datetime import date
 
 from ..temporal import Period, Timex
+from ..temporal.fold import folded
 from ..temporal.lang import language
 
 _EN = language("en")
@@ -233,9 +234,7 @@ def contract_days(text: str) -> list[Timex]:
     """The days the text writes in a contract's forms, as TIMEX3 dates (kind
     "contract"): what `telha detect` lists in place of the tagger's shorter reading.
     Blanks and two-way numeric dates are left to the tagger."""
-    low = text.lower()
-    if len(low) != len(text):
-        return []  # a character that lengthens when lower-cased: offsets would drift
+    low = folded(text)
     found = []
     for w in written_dates(low, 0, len(low)):
         if w.day is not None:

@@ -8,8 +8,11 @@ the signature block. This module finds those places in one pass of literal searc
 cuts a bounded passage — the sentence — around each, so that the readers after it only
 ever look at a few hundred characters at a time."""
 
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+
+from ..temporal.fold import folded
 
 # What opens a passage, by the clause it marks. Each literal is searched for once, over
 # the part of the text where that clause stands (see RANGES); a kind may also take
@@ -38,7 +41,9 @@ DERIVED = {
     ("effective", "effective date"): "definition",
     ("effective", "commencement date"): "definition",
     ("effective", "commenc"): "term",
+    ("effective", "effective through"): "term",  # "shall be effective through June 30, 2024"
 }
+_DERIVED_AT = {p: re.compile(p.replace(" ", r"\s+")) for _, p in DERIVED}
 # How far a passage reaches from its cue (a sentence, bounded: contracts wrap lines
 # with runs of spaces, and a missing full stop must not make a passage the whole text).
 BACK, AHEAD = 400, 600
@@ -59,11 +64,8 @@ MAX_SITES = {
 
 
 def lowered(text: str) -> str:
-    """Lower case with every offset kept (str.lower lengthens a few characters)."""
-    low = text.lower()
-    if len(low) == len(text):
-        return low
-    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
+    """Lower case and folded look-alikes, every offset kept (`temporal/fold.py`)."""
+    return folded(text)
 
 
 def _is_word_at(low: str, start: int, end: int) -> bool:
@@ -121,25 +123,73 @@ def _token_ok(low: str, i: int, literal: str) -> bool:
     )
 
 
-_STOPS = (". ", ".\n", "; ", "\n\n")
+_STOPS = (". ", ".\n", "; ", ";\n", "\n\n")
+# Words whose full stop ends no sentence: abbreviations of names, titles and references
+# ("Acme, Inc. and", "No. 4", "Aug. 16, 2012") and a month before a year or a day
+# ("this 16 day of August. 2012", a typing slip).
+_ABBREVIATIONS = frozenset(
+    {
+        *("inc", "corp", "co", "ltd", "llc", "plc", "no", "nos", "mr", "mrs", "ms", "dr"),
+        *("st", "sec", "art", "para", "jr", "sr", "vs", "approx", "etc", "e.g", "i.e", "u.s"),
+        *("jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec"),
+    }
+)
+_MONTHS = frozenset(
+    {
+        *("january", "february", "march", "april", "may", "june", "july", "august"),
+        *("september", "october", "november", "december"),
+    }
+)
+
+
+def _ends_sentence(low: str, i: int) -> bool:
+    """Whether the stop at `i` ends a sentence: not the full stop of an abbreviation,
+    nor a month's before a number."""
+    if low[i] == "\n":  # a blank line, unless a list follows a colon ("occur:\n\n(a) …")
+        return low[max(0, i - 3) : i].rstrip(" \t")[-1:] != ":"
+    if low[i] != ".":
+        return True
+    j = i
+    while j > 0 and (low[j - 1].isalpha() or low[j - 1] == "."):
+        j -= 1
+    word = low[j:i]
+    if word in _ABBREVIATIONS:
+        return False
+    return not (word in _MONTHS and low[i + 2 : i + 3].isdigit())
+
+
+def _last_stop(low: str, floor: int, pos: int) -> int:
+    """Where the sentence holding `pos` starts, looking back no further than `floor`."""
+    start = floor
+    for stop in _STOPS:
+        hi = pos
+        while (i := low.rfind(stop, max(floor, start - len(stop)), hi)) >= 0:
+            if _ends_sentence(low, i):
+                start = max(start, i + len(stop))
+                break
+            hi = i
+    return start
+
+
+def _next_stop(low: str, pos: int, ceiling: int) -> int:
+    """Where the sentence holding `pos` ends (after its stop), at most at `ceiling`."""
+    end = ceiling
+    for stop in _STOPS:
+        lo = pos
+        while 0 <= (i := low.find(stop, lo, end)) < end:
+            if _ends_sentence(low, i):
+                end = i + 1
+                break
+            lo = i + 1
+    return end
 
 
 def sentence_bounds(low: str, pos: int) -> tuple[int, int]:
     """The sentence around `pos`, at most BACK characters before it and AHEAD after:
-    sentences end at '.', ';' or ':' before white space, or at a blank line."""
-    floor = max(0, pos - BACK)
-    start = floor
-    for stop in _STOPS:
-        i = low.rfind(stop, floor, pos)
-        if i >= 0 and i + len(stop) > start:
-            start = i + len(stop)
+    sentences end at '.' or ';' before white space (not an abbreviation's '.'), or at a
+    blank line."""
     ceiling = min(len(low), pos + AHEAD)
-    end = ceiling
-    for stop in _STOPS:
-        i = low.find(stop, pos, ceiling)
-        if 0 <= i < end:
-            end = i + 1
-    return start, end
+    return _last_stop(low, max(0, pos - BACK), pos), _next_stop(low, pos, ceiling)
 
 
 @dataclass
@@ -159,7 +209,7 @@ class Sites:
             own = list(self.raw(kind))
             for (source, prefix), target in DERIVED.items():
                 if target == kind and source != kind:
-                    own += [i for i in self.raw(source) if self.low.startswith(prefix, i)]
+                    own += [i for i in self.raw(source) if _DERIVED_AT[prefix].match(self.low, i)]
             self.found[kind] = sorted(set(own))[: MAX_SITES[kind]]
         return self.found[kind]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from .forms import Written, written_dates
 from .passages import HEAD, TITLE_BLOCK, Sites
 from .roles import cites_another, defined_name, in_stamp, role_of, speaks_of_itself
-from .term import End, Renewal, is_term_clause, renewal_in, term_end
+from .term import NEAR, End, Renewal, is_term_clause, renewal_in, term_end
 
 # Where a contract ties its start to an event instead of a date: "effective upon
 # execution", "shall commence on the Closing Date", "'Effective Date' means the date of
@@ -228,7 +228,7 @@ def _term_clause(sites: Sites) -> tuple[tuple[int, int] | None, End | None]:
     found: list[tuple[int, int, tuple[int, int], End]] = []
     seen: set[tuple[int, int]] = set()
     for pos in sites.cues("term"):
-        if not is_term_clause(low, max(0, pos - 160), pos + 280, near=pos):
+        if not is_term_clause(low, max(0, pos - NEAR), pos + 280, near=pos):
             continue  # a first look without cutting the sentence
         a, b = sites.passage(pos)
         if (a, b) in seen or not is_term_clause(low, a, b, near=pos):
@@ -292,6 +292,21 @@ def _tied(low: str, a: int, b: int, m: re.Match[str]) -> Anchor | None:
     return None
 
 
+# A signature block laid out as a form: the values on one line, their labels under them
+# ("4/24/2018   04/25/2018" over "Date   Date"); extracted text keeps the order.
+_LABEL_BELOW = re.compile(r"(?:\s+[\d/.-]{6,10})*\s+date\b(?!\s*(?:of|hereof|first|above))")
+SIGNATURE_BLOCK = 1_500
+
+
+def _labelled_below(low: str, after: int) -> list[Written]:
+    """The dates of the signature block after `after` that a "Date" label follows."""
+    return [
+        w
+        for w in written_dates(low, after, min(len(low), after + SIGNATURE_BLOCK))
+        if (w.day or w.readings) and _LABEL_BELOW.match(low, w.end, w.end + 60)
+    ]
+
+
 def _signatures(sites: Sites) -> list[Written]:
     """The dates of the signature block: "Date: …" fields after the last "IN WITNESS
     WHEREOF" (or in the text's second half), and a date the testimonium gives."""
@@ -305,6 +320,7 @@ def _signatures(sites: Sites) -> list[Written]:
         if low.startswith("in witness", pos):
             a, b = sites.passage(pos)
             found += [w for w in written_dates(low, a, b) if w.day or w.readings]
+            found += _labelled_below(low, b)
             continue
         if not low.startswith(("date", "dated"), pos):
             continue

@@ -28,13 +28,14 @@ from datetime import date, timedelta
 
 from ..temporal.periods import month_add
 from .forms import NUMBER_WORDS, ORDINAL_WORDS, Length, Written, lengths, written_dates
+from .passages import TITLE_BLOCK
 from .roles import role_of
 
 # The subject of a term clause: the contract ("This Agreement shall continue …") or its
 # term ("The initial term of this Agreement shall …", '"Term" means the period …').
 _SELF_NOUN = r"(?:agreement|contract|amendment|licen[cs]e|lease|addendum|venture|arrangement)"
 TERM_SUBJECT = re.compile(
-    rf"\b(?:this|the)\s+(?:[\w-]+\s+){{0,3}}?{_SELF_NOUN}\b"
+    rf"\b(?P<det>this|the)\s+(?P<named>(?:[\w-]+\s+){{0,3}}?){_SELF_NOUN}\b"
     r"|\b(?P<head>term|duration|(?:contract|agreement|initial|license|licence)\s+period)\b"
     rf"(?:\s+of\s+(?:this|the)\s+(?:[\w-]+\s+){{0,2}}?(?:{_SELF_NOUN}|cooperation))?"
     r"|[\"\u201c](?:initial\s+)?term[\"\u201d]|[\"\u201c]contract\s+period[\"\u201d]"
@@ -62,7 +63,8 @@ _TERM_QUALIFIERS = frozenset(
 # Agreement", "the representations in this Agreement", "may terminate this Agreement".
 GOVERNED = re.compile(
     r"\b(?:during|throughout|within|in|for|of|after|upon|beyond|before|until|through|under|"
-    r"to|by|with|from|expiration|expiry|end|remainder|termination|terminate|extend|renew|"
+    r"to|by|with|from|expiration|expiry|end|remainder|termination|terminates?|terminated|"
+    r"extends?|extended|renews?|renewed|breach(?:es|ed)?|amends?|amended|assigns?|"
     r"and|or|than|on|into|at|if|that|while|whilst|when|unless|whether|long\s+as)\s*$"
 )
 # What a term clause says of its subject: that it runs, lasts, ends or starts.
@@ -81,6 +83,15 @@ OPEN_ENDED = re.compile(
     r"(?:terminates?|gives?|elects?)|until\s+terminat\w+\s+(?:by|in\s+accordance|as|"
     r"pursuant|under)|until\s+cancell?ed)\b"
 )
+# The end of a numbered year of the contract: "upon the end of Year 3", "at the end of
+# the third Contract Year", "the last day of Agreement Year 5".
+_CARDINAL = "|".join(sorted((w for w, v in NUMBER_WORDS.items() if v <= 30), key=len, reverse=True))
+_ORDINAL = "|".join(sorted((w for w, v in ORDINAL_WORDS.items() if v <= 30), key=len, reverse=True))
+CONTRACT_YEAR_END = re.compile(
+    r"\b(?:end|expiration|expiry|last\s+day)\s+of\s+(?:the\s+)?(?:"
+    rf"(?:contract\s+|agreement\s+|license\s+)?year\s+(?P<n>\d{{1,2}}|{_CARDINAL})\b"
+    rf"|(?P<nth>\d{{1,2}}(?:st|nd|rd|th)|{_ORDINAL})\s+(?:contract|agreement|license)\s+year\b)"
+)
 YEAR_END = re.compile(
     r"\b(?:the\s+)?end\s+of\s+the\s+(?:current\s+|then[\s-]current\s+|same\s+)?calendar\s+year"
 )
@@ -96,7 +107,7 @@ ANNIVERSARY = re.compile(
 ANCHOR = re.compile(
     r"\s*(?:\([^)]{0,40}\)\s*)?(?:(?:period|term)s?\s+)?"
     r"(?:(?P<thereafter>thereafter|hereafter|therefrom)\b"
-    r"|(?:(?:commencing|beginning|starting|running|measured)\s+(?:on\s+|with\s+|from\s+)?"
+    r"|(?:(?:commencing|beginning|starting|running|measured)\s+(?:on\s+|with\s+|from\s+|upon\s+)?"
     r"|(?:from|after|following|of|since)\s+(?:and\s+(?:after|including)\s+)?)"
     r"(?:the\s+)?(?P<what>"
     r"(?:last\s+)?(?:effective|commencement|execution|signature|start)\s+date"
@@ -174,24 +185,45 @@ def is_notice(before: str, after: str) -> bool:
     )
 
 
+def _names_itself(low: str, m: re.Match[str]) -> bool:
+    """Whether "the X Agreement" is this contract: no name ("the Agreement"), or one its
+    title block or preamble gives ("SUPPLY AGREEMENT", 'this Supply Agreement')."""
+    named = [w for w in m.group("named").split() if w not in _TERM_QUALIFIERS]
+    if not named or {"this", "term", "of"} & set(named):
+        return True  # "the Agreement", "the term of this Agreement"
+    name = " ".join(low[m.start("named") : m.end()].split())
+    head = " ".join(low[: min(TITLE_BLOCK, m.start())].split())
+    return name in head
+
+
 def _is_subject(low: str, m: re.Match[str], floor: int) -> bool:
     """Whether a TERM_SUBJECT match is the sentence's subject: not governed by a
     preposition or verb, and a bare "term" not qualified as another term."""
     if GOVERNED.search(low, max(floor, m.start() - 16), m.start()):
         return False
+    if m.group("det") == "the" and not _names_itself(low, m):
+        return False  # "the Transition Services Agreement will require …": another one
     if m.group("head") != "term":
         return True
     words = low[max(floor, m.start() - 40) : m.start()].split()
     before = words[-1].strip("\"'(\u201c") if words else ""
-    return not before.isalpha() or before in _TERM_QUALIFIERS
+    if before.isalpha() and before not in _TERM_QUALIFIERS:
+        return False
+    # "each of the first three months of the Term": a preposition before its determiner
+    while words and words[-1].strip("\"'(\u201c") in _TERM_QUALIFIERS:
+        words.pop()
+    return not (words and GOVERNED.search(words[-1]))
+
+
+NEAR = 280  # a long "unless sooner terminated pursuant to …" may stand between
 
 
 def is_term_clause(low: str, start: int, end: int, near: int | None = None) -> bool:
     """Whether the sentence at [start, end) speaks of the contract's term: a subject
     (the contract, its term) that no preposition or verb governs, followed in its
     sentence by what the term does (continues, expires, is for five years…). With
-    `near`, only a subject within 160 characters before it or 60 after counts."""
-    lo, hi = (start, end) if near is None else (max(start, near - 160), min(end, near + 60))
+    `near`, only a subject within NEAR characters before it or 60 after counts."""
+    lo, hi = (start, end) if near is None else (max(start, near - NEAR), min(end, near + 60))
     for m in TERM_SUBJECT.finditer(low, lo, hi):
         if _is_subject(low, m, start) and TERM_VERB.search(low, m.end(), min(end, m.end() + 220)):
             return True
@@ -278,12 +310,27 @@ def _anniversary(low: str, start: int, end: int) -> End | None:
     return End("anniversary" if anchor else "event", m.start(), m.end(), years=years, anchor=anchor)
 
 
+def _year_number(word: str | None) -> int:
+    """3 for "3", "three", "3rd" or "third"."""
+    if not word:
+        return 0
+    digits = re.match(r"\d+", word)
+    if digits:
+        return int(digits.group(0))
+    return NUMBER_WORDS.get(word, 0) or ORDINAL_WORDS.get(word, 0)
+
+
 def term_end(low: str, start: int, end: int) -> End | None:
     """The end the term clause at [start, end) states (module docstring's order)."""
     for reader in (_stated_end, _term_length, _anniversary):
         found = reader(low, start, end)
         if found is not None:
             return found
+    if (m := CONTRACT_YEAR_END.search(low, start, end)) is not None:
+        years = _year_number(m.group("n") or m.group("nth"))
+        if years:
+            length = Length(m.start(), m.end(), years, "Y")
+            return End("length", m.start(), m.end(), length=length)
     if (m := YEAR_END.search(low, start, end)) is not None:
         return End("year_end", m.start(), m.end())
     if (m := OPEN_ENDED.search(low, start, end)) is not None:

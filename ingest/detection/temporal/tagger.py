@@ -14,6 +14,7 @@ from datetime import date
 from typing import NamedTuple
 
 from .filters import acceptable, modifies_noun, previous_word, trimmed
+from .fold import folded
 from .grammar import Grammar, grammar, head_kind
 from .normalise import FUTURE, PAST, READERS, Context, Impossible, Reading
 from .periods import Period
@@ -76,14 +77,6 @@ class Timex(NamedTuple):
         }
 
 
-def _lower(text: str) -> str:
-    """Lower case with every offset kept (str.lower lengthens a few characters, "İ")."""
-    low = text.lower()
-    if len(low) == len(text):
-        return low
-    return "".join(c.lower() if len(c.lower()) == 1 else c for c in text)
-
-
 class _Scan:
     """One run of the tagger over one text: the text, its lower-case and reversed
     copies (every offset kept), the grammar, the reference date and the focus (the last
@@ -91,7 +84,7 @@ class _Scan:
 
     def __init__(self, text: str, reference: date | None, g: Grammar) -> None:
         self.text = text
-        self.low = _lower(text)
+        self.low = folded(text)
         self.rev = self.low[::-1]
         self.g = g
         self.reference = reference
