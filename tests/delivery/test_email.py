@@ -198,10 +198,8 @@ def test_a_person_reached_only_by_email_answers_through_the_link(mailbox, submit
     assert "email" in out.getvalue()
     decide = signed_in(people["sam"]).get(f"/admin/clarify/clarification/{clar.pk}/change/")
     assert decide.status_code == 200
-    # outcome, reason, routing (whom it was routed for), channel
-    assert re.search(
-        r"<td>delivered</td><td></td><td>[^<]*</td><td>email</td>", decide.content.decode()
-    )
+    # outcome, reason, channel (the away column, whom it was routed for, is the last)
+    assert "<td>delivered</td><td></td><td>email</td>" in decide.content.decode()
 
 
 def test_quorum_copy_and_something_else(mailbox, submit, people):
