@@ -351,3 +351,27 @@ def test_a_steward_reached_by_email_gets_the_redacted_escalation(mailbox, settin
         assert links_of(part) == []
     [row] = deliveries(clar, kind=DeliveryKind.ESCALATION)
     assert (row.channel, row.status, row.redacted) == ("email", DeliveryStatus.SENT, True)
+
+
+def test_a_reminder_and_a_delegate_s_question_by_email(mailbox, submit, people, clarify_settings):
+    """Reminders (issue 32 item 2) on the email channel: the same links (same nonce) again,
+    marked; and a delegate asked by email on an away person's behalf (item 3)."""
+    from tenancy.services import person_away_set
+
+    from .test_reminders import reminders_due
+
+    clarify_settings(REMINDER_AFTER_HOURS=2.0)
+    clar = submit(links=[("AUTHORED_BY", "alice")])
+    run_worker()
+    first = only_message(mailbox, "alice@acme.test")
+    assert reminders_due() == 1
+    again = only_message(mailbox, "alice@acme.test")
+    assert "Reminder" in subject(again) or "Reminder:" in parts(again)[0]
+    assert links_of(parts(again)[0]) == links_of(parts(first)[0])
+    assert [row.reminded_at is not None for row in deliveries(clar)] == [True]
+    until = timezone.now().date() + timedelta(days=2)
+    person_away_set(person=people["alice"], until=until, delegate=people["bob"], by=None, via="t")
+    submit(external_id="contracts/while-away.docx", links=[("AUTHORED_BY", "alice")])
+    run_worker()
+    delegated = only_message(mailbox, "bob@acme.test")
+    assert "on behalf of Alice Author" in parts(delegated)[0]
