@@ -3,9 +3,15 @@
 Every event is written by `audit_events_append` — a batch of one or of many, in one
 statement (`clarify.sql.audit_events_insert`) — which also logs each under its request id
 and counts it for /metrics once committed. Nothing is written to the trail another way
-(no `save()`, `create()` or `bulk_create()` of an event)."""
+(no `save()`, `create()` or `bulk_create()` of an event).
+
+Apps above clarify take part in the write through `audit_append_hooks_register` without
+clarify importing them: a hook before the insert (the tenant's hash chain, `events.chain`)
+and one after it (the webhook outbox, `events.outbox`), both in the writer's
+transaction."""
 
 import logging
+from collections.abc import Callable
 from typing import Any
 
 from common.observability import audit_events_count, request_id_var
@@ -17,6 +23,21 @@ from .sql import audit_events_insert
 
 audit_log = logging.getLogger("clarify.audit")
 
+AppendHook = Callable[[list[AuditEvent]], None]
+_BEFORE_INSERT: list[AppendHook] = []
+_AFTER_INSERT: list[AppendHook] = []
+
+
+def audit_append_hooks_register(
+    *, before: AppendHook | None = None, after: AppendHook | None = None
+) -> None:
+    """Run `before` on every batch of events about to be inserted (it may set their
+    columns) and `after` on every batch inserted (keys set), in the appending
+    transaction; registering a hook twice registers it once."""
+    for hook, hooks in ((before, _BEFORE_INSERT), (after, _AFTER_INSERT)):
+        if hook is not None and hook not in hooks:
+            hooks.append(hook)
+
 
 def audit_events_append(events: list[AuditEvent], *, request_ids: list[str] | None = None) -> None:
     """Append `events`, in order (never updated or deleted, except GDPR scrubbing), in one
@@ -27,7 +48,11 @@ def audit_events_append(events: list[AuditEvent], *, request_ids: list[str] | No
     (`common.observability.audit_events_count`)."""
     if not events:
         return
+    for hook in _BEFORE_INSERT:
+        hook(events)
     audit_events_insert(events)
+    for hook in _AFTER_INSERT:
+        hook(events)
     counted = []
     for i, event in enumerate(events):
         token = request_id_var.set(request_ids[i]) if request_ids is not None else None

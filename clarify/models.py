@@ -265,11 +265,23 @@ class AuditEvent(models.Model):
     at = models.BigIntegerField()
     type = models.CharField(max_length=40)
     detail = models.JSONField(default=dict)
+    # The tenant's hash chain (`events.chain`, arithmetic in `common.chain`): the event's
+    # place, the salt of its detail's commitment ("" once an erasure forgot it), the
+    # commitment, its predecessor's hash and its own. Set by the append, never changed.
+    seq = models.BigIntegerField(null=True, blank=True)
+    salt = models.CharField(max_length=32, blank=True, default="")
+    commitment = models.CharField(max_length=64, blank=True, default="")
+    prev_hash = models.CharField(max_length=64, blank=True, default="")
+    hash = models.CharField(max_length=64, blank=True, default="")
 
     class Meta:
         indexes = [
             models.Index(fields=["clarification", "at"]),
             models.Index(fields=["tenant", "at"]),
+        ]
+        constraints = [
+            # One event a place in a tenant's chain (also the verifier's walk, in order).
+            models.UniqueConstraint(fields=["tenant", "seq"], name="auditevent_chain_seq"),
         ]
         ordering = ["at", "id"]
 

@@ -345,11 +345,13 @@ def answer_apply(
     record.outcome_status = 200 if outcome.settled else 202
     record.outcome = outcome.body
     sql.response_insert(record)
-    if outcome.kind is not OutcomeKind.BOUND:  # bind() wrote the events and the row
-        audit.flush()
+    if outcome.kind is not OutcomeKind.BOUND:  # bind() wrote the row
         if outcome.entered:
             clarification_jobs_finish(clar)
         sql.clarification_answer_update(clar)
+    # The events last: their append locks the tenant's audit chain head until the commit
+    # (events.chain), so the answer holds it for no other statement.
+    audit.flush()
     return replace(outcome, response_id=record.pk)
 
 
@@ -513,8 +515,10 @@ def bind(
     `clar` and its target are locked in this transaction (`clarification_lock`: the
     clarification first, then the node), `current` is the target's current version as
     that lock read it (None: read now). `responses`: the response ids the binding counts.
-    The `state_changed` and `bound` events go into `audit` (the answer's buffer) and are
-    inserted before the routing job is finished and the BIND_HOOKS run."""
+    The `state_changed` and `bound` events go into `audit`: the answer's buffer, which the
+    answer inserts last (its append locks the tenant's audit chain head until the
+    commit); without one, bind's own, inserted after the routing job is finished and the
+    BIND_HOOKS ran."""
     if current is None:
         current = node_current_version(clar.target_id)
     try:
@@ -540,6 +544,7 @@ def bind(
             subject=str(clar.target_id),
         )
     clar.fact_version_tx = version.tx_from
+    buffered = audit is not None
     audit = audit or AuditBuffer(clar, version.tx_from)
     clarification_transition(clar, State.ANSWERED, at=version.tx_from, audit=audit)
     sql.clarification_answer_update(clar)
@@ -550,10 +555,11 @@ def bind(
         "fanout": fanout,
     }
     audit.add("bound", detail, at=version.tx_from)
-    audit.flush()
     clarification_jobs_finish(clar)
     for hook in BIND_HOOKS:
         hook(clar)
+    if not buffered:
+        audit.flush()
     return version
 
 

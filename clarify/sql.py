@@ -173,7 +173,18 @@ def response_insert(record: ResponseRecord) -> None:
 
 # --- audit events ------------------------------------------------------------------------
 
-_EVENT_FIELDS = ("tenant", "clarification", "at", "type", "detail")
+_EVENT_FIELDS = (
+    "tenant",
+    "clarification",
+    "at",
+    "type",
+    "detail",
+    "seq",
+    "salt",
+    "commitment",
+    "prev_hash",
+    "hash",
+)
 EVENTS_PER_STATEMENT = 100
 
 # The audit events' insert, literal (every answer appends its events): one row of

@@ -127,6 +127,26 @@ def scrub_rows(qs: QuerySet[Any], fields: tuple[str, ...], subject: ErasureSubje
     return changed
 
 
+def audit_detail_rewrite(pk: Any, before: Any, after: Any) -> bool:
+    """An erasure's rewrite of an audit event's detail: the new detail, and the salt of
+    the old one's commitment forgotten (the hash chain keeps the commitment, so every
+    link still checks; without the salt nothing can be tested against it). Unchanged:
+    nothing written. Returns whether it changed."""
+    if after == before:
+        return False
+    AuditEvent.objects.filter(pk=pk).update(detail=after, salt="")
+    return True
+
+
+def audit_details_scrub(qs: QuerySet[AuditEvent], subject: ErasureSubject) -> int:
+    """`scrub_rows` of audit events' details, each rewritten by `audit_detail_rewrite`;
+    returns how many changed."""
+    changed = 0
+    for pk, detail in qs.filter(subject.q("detail")).values_list("pk", "detail"):
+        changed += audit_detail_rewrite(pk, detail, scrub(detail, subject))
+    return changed
+
+
 @transaction.atomic
 def clarification_reask(
     *, clarification: Clarification, ranking: list[Person], actor: Person
@@ -369,7 +389,7 @@ def attribution_erase(*, tenant: Tenant, person: Person, by: str | None, via: st
         roles[clar.pk] = list(theirs.values_list("rights_at_answer_time", flat=True))
         theirs.update(responder=NIL, message_ref=None, channel=ERASED)
     for pk, _, detail in hits:
-        AuditEvent.objects.filter(pk=pk).update(detail=scrub(detail, only_id))
+        audit_detail_rewrite(pk, detail, scrub(detail, only_id))
     for clar in clarifications:
         audit_event_append(
             tenant=tenant,

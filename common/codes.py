@@ -70,3 +70,23 @@ class HookError(StrEnum):
     NOT_CONFIGURED = "NOT_CONFIGURED"
     PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
     RATE_LIMITED = "RATE_LIMITED"
+
+
+class ChainBreak(StrEnum):
+    """Why `telha audit verify` stops at an event (`firstBreak.reason`, CONTRACT §2)."""
+
+    UNCHAINED = "UNCHAINED"  # an event with no place in the chain
+    SEQ_GAP = "SEQ_GAP"  # its place is not the next one: an event before it is missing
+    PREV_HASH_MISMATCH = "PREV_HASH_MISMATCH"  # it does not follow its predecessor
+    DETAIL_MISMATCH = "DETAIL_MISMATCH"  # its detail no longer matches its commitment
+    HASH_MISMATCH = "HASH_MISMATCH"  # its content no longer matches its hash
+    HEAD_MISMATCH = "HEAD_MISMATCH"  # the chain ends elsewhere than its published head
+
+
+class WebhookReason(StrEnum):
+    """Why a webhook delivery attempt failed or waited (its job's `last_error`)."""
+
+    WEBHOOK_UNREACHABLE = "WEBHOOK_UNREACHABLE"  # no answer (refused, timed out)
+    WEBHOOK_REJECTED = "WEBHOOK_REJECTED"  # answered, but not 2xx
+    WAITING_FOR_EARLIER = "WAITING_FOR_EARLIER"  # an earlier message of its stream is unsent
+    ENDPOINT_REMOVED = "ENDPOINT_REMOVED"  # the endpoint was removed: nothing to send

@@ -511,3 +511,20 @@ def job_advance(
     job.attempts += 1
     Job.objects.filter(pk=job.pk).update(attempts=job.attempts, updated_at=Now())
     return job
+
+
+def lease_postpone(lease: Lease, *, run_after: datetime, reason: str, detail: str = "") -> bool:
+    """Give a leased job back unattempted, ready again at `run_after` (its attempts
+    unchanged: it waited, it did not fail) — e.g. a message waiting for an earlier one of
+    its stream. Only the current token works; returns whether it was still held."""
+    return bool(
+        _held(lease.job.pk, lease.token, None, Fence.OFF).update(
+            status=JobStatus.PENDING,
+            lease_token=None,
+            lease_expires_at=None,
+            lease_holder="",
+            run_after=run_after,
+            last_error=_error_text(reason, detail),
+            updated_at=Now(),
+        )
+    )

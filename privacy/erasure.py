@@ -6,7 +6,7 @@ from django.apps import apps
 from django.db import connection, transaction
 
 from clarify.models import AuditEvent
-from clarify.stewardship import ErasureSubject, scrub_rows
+from clarify.stewardship import ErasureSubject, audit_details_scrub
 from common.storage import secure_delete, storage_reclaim
 from graph.fts import fts_compact
 from tenancy.models import Person, PersonAlias, Tenant
@@ -49,7 +49,7 @@ def other_tenants_audit_scrub(*, tenant: Tenant, person: Person) -> int:
             ).values_list("email", flat=True),
         }
         theirs = ErasureSubject(terms=terms - {h.lower() for h in held})
-        changed += scrub_rows(AuditEvent.objects.filter(tenant=other), ("detail",), theirs)
+        changed += audit_details_scrub(AuditEvent.objects.filter(tenant=other), theirs)
     return changed
 
 

