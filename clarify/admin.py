@@ -42,6 +42,7 @@ from .models import (
     Severity,
     State,
 )
+from .policy import CHANNEL_NAMES
 from .reports import clarification_detail, uuid_or_none
 from .selectors import needs_steward_attention_q, waiting_on_away_q
 from .stewardship import (
@@ -509,6 +510,16 @@ class ClarifyPolicyForm(forms.ModelForm):
     class Meta:
         model = ClarifyPolicy
         fields = POLICY_FIELDS
+        # The channel names from the one list the check uses (the model's own help text
+        # predates the email channel; changing it would be a migration of wording only).
+        help_texts = {
+            "channel_order": (
+                'Delivery channels to try, in order, e.g. ["slack", "inbox"] (of '
+                f"{', '.join(CHANNEL_NAMES)}). A person is reached on the first configured "
+                "channel where they have a verified address. Empty: the CLARIFY_CHANNELS "
+                "default."
+            )
+        }
 
     def clean_channel_order(self) -> Any:
         from .policy import channel_order_errors

@@ -1,7 +1,8 @@
 """The answer's literal SQL: the statements of every answer whose compilation by the ORM
 cost a multiple of running them. Each is written next to the ORM call it replaces (in
 its comment) and compared with that call on SQLite and PostgreSQL by
-`tests/clarify/test_sql.py`; table and column names come from the models' `_meta`
+`tests/clarify/test_sql.py` (why each is here, with its figure: docs/design-decisions.md,
+"Hot statements"); table and column names come from the models' `_meta`
 (`common.sql`). Services call these functions and never hold a cursor."""
 
 import functools
@@ -34,9 +35,9 @@ _ALIASES = {Clarification: "c", Node: "n", NodeVersion: "v"}
 # version (v, NULLs when it has none), the `readable` flag last; locks c then n. The ORM
 # read it replaces — `Clarification.objects.select_related("target")
 # .select_for_update(of=("self", "target")).get(tenant=tenant, pk=pk)` and
-# `node_current_version(target)` — cost 1.4 ms of CPU to compile per answer, ten times
-# what running it does. {readable}: the read rule's condition; {lock}: FOR UPDATE OF c, n
-# where the database has it.
+# `node_current_version(target)` — cost a multiple of running it to compile anew (the
+# figure: docs/design-decisions.md, "Hot statements"). {readable}: the read rule's
+# condition; {lock}: FOR UPDATE OF c, n where the database has it.
 LOCK_SQL = (
     "SELECT "
     + ", ".join(
@@ -124,9 +125,8 @@ def _converters(model: type[Model], alias: str) -> list[tuple[int, list[Any], An
 
 ANSWER_FIELDS = ("state", "quorum_state", "fact_version_tx", "responses_recorded", "updated_at")
 
-# The answer's update of the clarification, literal. The ORM call it replaces,
-# `clar.save(update_fields=ANSWER_FIELDS)`, compiled anew cost three times what running
-# it does.
+# The answer's update of the clarification, literal. The ORM call it replaces:
+# `clar.save(update_fields=ANSWER_FIELDS)`.
 ANSWER_UPDATE_SQL = (
     f"UPDATE {table(Clarification)} SET "
     + ", ".join(f"{column(Clarification, name)} = %s" for name in ANSWER_FIELDS)
@@ -149,8 +149,8 @@ def clarification_answer_update(clar: Clarification) -> None:
 
 # --- the answer's response record ---------------------------------------------------------
 
-# The response record's insert, literal: every column. The ORM call it replaces,
-# `record.save(force_insert=True)`, compiled anew cost twice what running it does.
+# The response record's insert, literal: every column. The ORM call it replaces:
+# `record.save(force_insert=True)`.
 _RESPONSE_FIELDS = tuple(f.name for f in ResponseRecord._meta.concrete_fields)
 RESPONSE_INSERT_SQL = (
     f"INSERT INTO {table(ResponseRecord)} ({columns(ResponseRecord, _RESPONSE_FIELDS)})"
@@ -188,9 +188,8 @@ _EVENT_FIELDS = (
 EVENTS_PER_STATEMENT = 100
 
 # The audit events' insert, literal (every answer appends its events): one row of
-# placeholders an event, the keys returned in row order. The ORM call it replaces,
-# `AuditEvent.objects.bulk_create(events)`, compiled anew cost three times what running it
-# does. {rows}: one row of placeholders (%s, …) an event.
+# placeholders an event, the keys returned in row order. The ORM call it replaces:
+# `AuditEvent.objects.bulk_create(events)`. {rows}: one (%s, %s, %s, %s, %s) an event.
 EVENTS_INSERT_SQL = (
     f"INSERT INTO {table(AuditEvent)} ({columns(AuditEvent, _EVENT_FIELDS)})"
     + " VALUES {rows}"

@@ -60,6 +60,18 @@ class TapRefusal(StrEnum):
     INVALID_CUSTOM_ANSWER = "INVALID_CUSTOM_ANSWER"
 
 
+class HookError(StrEnum):
+    """The codes of a chat hook's refusals (`delivery.hooks.errors.hook_error`), the same
+    on every channel. A request whose signature or token fails is UNAUTHENTICATED — the
+    contract's 401 code (CONTRACT §3) — on Slack and Teams alike."""
+
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    MALFORMED_REQUEST = "MALFORMED_REQUEST"
+    NOT_CONFIGURED = "NOT_CONFIGURED"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    RATE_LIMITED = "RATE_LIMITED"
+
+
 class ChainBreak(StrEnum):
     """Why `telha audit verify` stops at an event (`firstBreak.reason`, CONTRACT §2)."""
 

@@ -7,7 +7,9 @@ their rules live. A channel adapter parses its payload into a `CardTap` and rend
 2. the nonce lookup (`delivery_for_nonce`): the delivery record names the card's tenant,
    clarification and recipient;
 3. identity → person through the verified alias, in that tenant (`ChatIdentity`); an
-   unmapped identity submits nothing;
+   unmapped identity submits nothing (`unmapped_refuse`, the one refusal of it on every
+   channel: the Teams hook, which binds its sender before anything else, and ask in
+   chat use it too);
 4. the exact-replay guard (a `CardAction` row per channel callback id);
 5. an unknown nonce, a nonce replayed against another clarification, a tap by anyone but
    the recipient, a revoked nonce: each refused;
@@ -23,8 +25,8 @@ reason), and written nowhere else.
 import logging
 from dataclasses import dataclass, field, replace
 from datetime import date
-from enum import StrEnum
-from typing import Any
+from enum import Enum, StrEnum
+from typing import Any, Literal
 
 from django.db import IntegrityError, transaction
 
@@ -43,6 +45,7 @@ from .cards import MOVED_ON, outcome_copy
 from .identity import ChatIdentity
 from .models import CardAction, Delivery, NonceState
 
+log = logging.getLogger(__name__)
 audit_log = logging.getLogger("telha.audit")
 
 
@@ -80,6 +83,12 @@ class CustomInputs:
     source_text: str = ""
 
 
+class Lookup(Enum):
+    """A tap's delivery record not looked up yet (`CardTap.delivery`)."""
+
+    UNREAD = "unread"
+
+
 @dataclass(frozen=True)
 class CardTap:
     """One tap on a card — a candidate button, or a "Something else…" submission when
@@ -97,6 +106,9 @@ class CardTap:
     action_id: str | None = None
     message_ref: str | None = None
     tenant: Tenant | None = None
+    # The delivery record `nonce` names (None: none), when the adapter looked it up with
+    # `delivery_for_nonce` already (its per-tenant rate limit): a tap reads it once.
+    delivery: Delivery | Literal[Lookup.UNREAD] | None = Lookup.UNREAD
 
 
 @dataclass(frozen=True)
@@ -136,6 +148,12 @@ def delivery_for_nonce(nonce: Any) -> Delivery | None:
         .filter(nonce=nonce[:64])
         .first()
     )
+
+
+def _tapped(tap: CardTap) -> Delivery | None:
+    """The delivery record the tap's nonce names: the adapter's lookup when it made one,
+    else `delivery_for_nonce` (once a tap)."""
+    return delivery_for_nonce(tap.nonce) if tap.delivery is Lookup.UNREAD else tap.delivery
 
 
 def _day(raw: str) -> date | None:
@@ -193,6 +211,20 @@ def card_tap_refuse(
     return CardReply(DROPPED, DROPPED_TEXT, reason=reason)
 
 
+def unmapped_refuse(delivery: Delivery | None, channel: str, identity: ChatIdentity) -> CardReply:
+    """Refuse an identity no verified alias binds (in the tenant of the card its nonce
+    names, when it names one): nothing is stored or submitted. A tap on a delivered card
+    is audited on its clarification (`card_action_dropped`, `UNMAPPED_IDENTITY`); anything
+    else (a message, a question, an unknown nonce) is logged. The channel shows its own
+    "not linked" text for this reason."""
+    if delivery is not None:
+        return card_tap_refuse(
+            delivery, TapRefusal.UNMAPPED_IDENTITY, channel, {"identity": identity.label[:100]}
+        )
+    log.info("unmapped %s identity %s: nothing stored or submitted", channel, identity.label[:100])
+    return CardReply(DROPPED, DROPPED_TEXT, reason=TapRefusal.UNMAPPED_IDENTITY)
+
+
 def _refuse_unknown(tap: CardTap) -> CardReply:
     """A tap whose nonce matches no delivery (unknown or missing): there is no
     clarification to audit against, so it is recorded as a tenant audit event when the
@@ -241,15 +273,10 @@ def _recorded(tap: CardTap, delivery: Delivery | None, record: list[CardAction])
 
 def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
     """Steps 2-5 of the module docstring, in that order."""
-    delivery = delivery_for_nonce(tap.nonce)
+    delivery = _tapped(tap)
     person = tap.identity.person_in(delivery.tenant) if delivery is not None else None
     if delivery is not None and person is None and not tap.identity.bound:
-        return card_tap_refuse(
-            delivery,
-            TapRefusal.UNMAPPED_IDENTITY,
-            tap.channel,
-            {"identity": tap.identity.label[:100]},
-        )
+        return unmapped_refuse(delivery, tap.channel, tap.identity)
     if not _recorded(tap, delivery, record):
         return _refuse_replay(tap, delivery)
     if delivery is None:
@@ -331,7 +358,7 @@ def _moved_on(reply: CardReply, delivery: Delivery) -> CardReply:
 def _own_card(tap: CardTap) -> Delivery | None:
     """The card the tap's nonce names, when the tapper is its recipient (read only: a tap
     refused before the checks re-renders its card, writes and audits nothing)."""
-    delivery = delivery_for_nonce(tap.nonce)
+    delivery = _tapped(tap)
     if delivery is None:
         return None
     person = tap.identity.person_in(delivery.tenant)

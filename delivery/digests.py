@@ -26,9 +26,34 @@ from tenancy.selectors import aliases_for
 from .cards import Card, build_card, card_of_row
 from .channels import DeliveryError, route_for
 from .gate import floor_check
-from .models import Delivery, DeliveryStatus, NonceState
+from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState
 from .restriction import excerpt_for_chat, gated_card, restricted_content_blocked
 from .revocation import deliveries_drop
+
+
+def digest_siblings(delivery: Delivery, limit: int, ref: str | None = None) -> list[Delivery]:
+    """The questions sent in the same chat message as `delivery` (`ref`: that message's
+    reference, by default the delivery's), to re-render a digest after a tap on one of
+    them: the recipient's own question cards only, in the order they were listed, each
+    clarification once (the tapped delivery standing for its own). The tapped one is
+    always among the first `limit` (the cards a digest shows; the channel's rendering
+    points to the inbox for any beyond): when it was listed further down, it follows the
+    first `limit - 1`. Just `delivery` for a single card or a message without a
+    reference."""
+    ref = delivery.message_ref if ref is None else ref
+    if not ref:
+        return [delivery]
+    siblings = Delivery.objects.filter(
+        message_ref=ref, person_id=delivery.person_id, kind=DeliveryKind.QUESTION
+    ).order_by("created_at", "pk")
+    by_clarification: dict[Any, Delivery] = {}
+    for sibling in siblings:
+        by_clarification.setdefault(sibling.clarification_id, sibling)
+    by_clarification[delivery.clarification_id] = delivery
+    ordered = list(by_clarification.values())
+    if delivery not in ordered[:limit]:
+        ordered = [*ordered[: limit - 1], delivery]
+    return ordered
 
 
 def digests_flush(*, now: Any = None) -> int:

@@ -13,8 +13,8 @@ from .models import Delivery
 SENT_FIELDS = ("status", "message_ref", "sent_at", "redacted")
 
 # A sent row's outcome, one UPDATE a row. The ORM call it replaces,
-# `Delivery.objects.bulk_update(rows, SENT_FIELDS)`, built a CASE WHEN per row and field:
-# a third of the delivery worker's CPU.
+# `Delivery.objects.bulk_update(rows, SENT_FIELDS)`, builds a CASE WHEN per row and field
+# (what that cost: docs/design-decisions.md, "Hot statements").
 SENT_SQL = (
     f"UPDATE {table(Delivery)} SET "
     + ", ".join(f"{column(Delivery, f)} = %s" for f in SENT_FIELDS)

@@ -10,8 +10,9 @@ from common.sql import column, table
 from .models import NodeVersion
 
 # The hot statement of every version write (binding included), literal: the ORM's
-# `NodeVersion.objects.filter(pk__in=pks, tx_to__isnull=True).update(tx_to=tx)` compiled
-# anew costs twice what running it does. {keys}: one %s per version.
+# `NodeVersion.objects.filter(pk__in=pks, tx_to__isnull=True).update(tx_to=tx)` (what
+# compiling it cost: docs/design-decisions.md, "Hot statements"). {keys}: one %s per
+# version.
 VERSIONS_CLOSE_SQL = (
     f"UPDATE {table(NodeVersion)} SET {column(NodeVersion, 'tx_to')} = %s"
     f" WHERE {column(NodeVersion, 'tx_to')} IS NULL AND {column(NodeVersion, 'id')}"

@@ -14,8 +14,8 @@ from .models import Job, JobStatus
 #   Job.objects.filter(pk__in=Job.objects.filter(kind=kind, subject=subject,
 #       status__in=[PENDING, LEASED]).select_for_update(skip_locked=True).values("pk"))
 #   .update(status=DONE, lease_token=None, lease_expires_at=None, last_error=reason)
-# compiled anew cost four times what running it does. {lock}: FOR UPDATE SKIP LOCKED on
-# PostgreSQL; SQLite has one writer at a time.
+# (what compiling it cost: docs/design-decisions.md, "Hot statements"). {lock}: FOR
+# UPDATE SKIP LOCKED on PostgreSQL; SQLite has one writer at a time.
 FINISH_SQL = (
     f"UPDATE {table(Job)} SET {column(Job, 'status')} = %s, {column(Job, 'lease_token')} = NULL,"
     f" {column(Job, 'lease_expires_at')} = NULL, {column(Job, 'last_error')} = %s"

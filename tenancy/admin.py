@@ -64,7 +64,10 @@ class PersonAdmin(TenantScopedAdmin):
         return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def save_model(self, request: HttpRequest, obj: Person, form: Any, change: bool) -> None:
-        """Through the away services (validated, audited), never a plain save."""
+        """Through the away services (validated, audited), never a plain save; only the
+        away fields are editable, so an unchanged form writes nothing."""
+        if not form.has_changed():
+            return
         steward = steward_of(request)
         until, delegate = (
             form.cleaned_data.get("away_until"),

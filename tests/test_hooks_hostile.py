@@ -21,7 +21,6 @@ from django.core.cache import cache
 from django.http.request import HttpRequest
 
 from delivery.slack import hooks as slack_hook
-from delivery.teams import hooks as teams_hook
 from tests.delivery.conftest_slack import (
     BOT_TOKEN,
     EVENTS,
@@ -131,7 +130,7 @@ def test_slack_refuses_unverified_requests_before_parsing(slack, client, url, ca
     before = db_state()
     with nothing_parsed():
         resp = post_slack(client, url, body, headers)
-    refused(resp, 401, "INVALID_SIGNATURE")
+    refused(resp, 401, "UNAUTHENTICATED")
     assert not changed(before, db_state())
 
 
@@ -150,7 +149,7 @@ def test_a_replayed_slack_request_is_refused_once_its_signature_is_older_than_30
     later = sent_at + 301
     with mock.patch("slack_sdk.signature.time", lambda: later), nothing_parsed():
         resp = post_slack(client, url, body, headers)  # the same bytes, 301 s later
-    refused(resp, 401, "INVALID_SIGNATURE")
+    refused(resp, 401, "UNAUTHENTICATED")
     assert not changed(before, db_state())
 
 
@@ -181,7 +180,7 @@ def test_a_body_just_under_the_hook_limit_is_still_verified(slack, client, setti
     body = event_body()[:-1] + ', "padding": "' + "x" * (60 * 1024) + '"}'
     with nothing_parsed():
         resp = post_slack(client, EVENTS, body, {})
-    refused(resp, 401, "INVALID_SIGNATURE")
+    refused(resp, 401, "UNAUTHENTICATED")
 
 
 def test_slack_hooks_accept_only_post(slack, client):
@@ -246,20 +245,27 @@ def test_an_oversized_teams_request_is_413_before_the_token_is_checked(
     assert not changed(before, db_state())
 
 
-def test_a_teams_activity_over_its_own_limit_is_refused_before_parsing(
-    teams, client, teams_stub, teams_token
+@pytest.mark.parametrize("hook", ["slack", "teams"])
+def test_every_hook_has_the_one_body_limit(
+    slack, teams, client, settings, teams_stub, teams_token, hook
 ):
-    """Between the Teams hook's 256 KB and the hooks' 1 MB: the token is checked first,
-    then the size, and the JSON is never parsed."""
-    activity = conversation_update(teams_stub.service_url)
-    activity["text"] = "x" * (teams_hook.MAX_BODY_BYTES + 1)
-    body = json.dumps(activity)
+    """One limit for every hook (`HOOK_MAX_BODY_BYTES`), refused before the signature or
+    the token is checked and before anything is parsed; just under it, the request gets
+    to its verification, which refuses it with the one code (UNAUTHENTICATED)."""
+    settings.HOOK_MAX_BODY_BYTES = 64 * 1024
+    if hook == "slack":
+        over = event_body()[:-1] + ', "padding": "' + "x" * (64 * 1024) + '"}'
+        under = event_body()[:-1] + ', "padding": "' + "x" * (60 * 1024) + '"}'
+        send = lambda body: post_slack(client, EVENTS, body, {})  # noqa: E731
+    else:
+        activity = conversation_update(teams_stub.service_url)
+        over = json.dumps({**activity, "text": "x" * (64 * 1024)})
+        under = json.dumps({**activity, "text": "x" * (60 * 1024)})
+        send = lambda body: post_teams(client, body, None)  # noqa: E731
     before = db_state()
     with nothing_parsed():
-        resp = post_teams(client, body, f"Bearer {teams_token()}")
-        refused(resp, 413, "PAYLOAD_TOO_LARGE")
-        resp = post_teams(client, body, None)
-        refused(resp, 401, "UNAUTHENTICATED")
+        refused(send(over), 413, "PAYLOAD_TOO_LARGE")
+        refused(send(under), 401, "UNAUTHENTICATED")
     assert not changed(before, db_state())
 
 

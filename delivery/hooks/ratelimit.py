@@ -27,7 +27,6 @@ view; slack-bolt's middleware answers it itself, `slack.before_authorize`).
 """
 
 import functools
-import json
 import time
 from collections.abc import Callable
 from typing import Any
@@ -37,7 +36,10 @@ from django.conf import settings
 from django.core.cache import cache
 from django.http import HttpRequest, HttpResponse
 
+from common.codes import HookError
 from common.errors import ServiceUnavailable
+
+from .errors import hook_error
 
 WINDOW_SECONDS = 60
 KEY_PREFIX = "telha:hookrl"
@@ -87,26 +89,26 @@ def _count(key: str) -> int:
 
 def rate_limited_body(scope: str) -> dict[str, str]:
     return {
-        "code": "RATE_LIMITED",
+        "code": HookError.RATE_LIMITED,
         "detail": f"Too many hook requests for this {scope}; retry later.",
     }
 
 
 def too_many_requests(retry_after: int, scope: str) -> HttpResponse:
-    response = HttpResponse(
-        json.dumps(rate_limited_body(scope)), status=429, content_type="application/json"
-    )
-    response["Retry-After"] = str(retry_after)
-    return response
+    body = rate_limited_body(scope)
+    return hook_error(429, body["code"], body["detail"], retry_after=retry_after)
 
 
 def service_unavailable(exc: ServiceUnavailable) -> HttpResponse:
     """`503 SERVICE_UNAVAILABLE` with `Retry-After` (CONTRACT §3 error shape)."""
-    response = HttpResponse(
-        json.dumps(exc.body()), status=exc.status_code, content_type="application/json"
+    body = exc.body()
+    return hook_error(
+        exc.status_code,
+        body.pop("code"),
+        body.pop("detail"),
+        retry_after=RETRY_AFTER_UNAVAILABLE,
+        **body,
     )
-    response["Retry-After"] = str(RETRY_AFTER_UNAVAILABLE)
-    return response
 
 
 def client_ip(request: HttpRequest) -> str:

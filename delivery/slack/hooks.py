@@ -27,7 +27,7 @@ from collections.abc import Callable
 from typing import Any
 
 from django.conf import settings
-from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.http import HttpRequest, HttpResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 from slack_bolt import App, BoltContext, BoltRequest, BoltResponse
@@ -39,7 +39,7 @@ from slack_sdk.models.blocks import Block, DividerBlock
 from slack_sdk.signature import SignatureVerifier
 
 from clarify.models import Clarification
-from common.codes import TapRefusal
+from common.codes import HookError, TapRefusal
 from tenancy.models import AliasKind, Person, Tenant
 
 from ..actions import (
@@ -60,6 +60,8 @@ from ..actions import (
     delivery_for_nonce,
 )
 from ..cards import build_card, shown_outcome
+from ..digests import digest_siblings
+from ..hooks.errors import hook_error, hook_malformed, hook_unauthenticated
 from ..hooks.guard import slack_payload_problem
 from ..hooks.ratelimit import (
     RETRY_AFTER_UNAVAILABLE,
@@ -69,7 +71,7 @@ from ..hooks.ratelimit import (
     rate_limited_body,
 )
 from ..identity import ChatIdentity
-from ..models import Delivery, DeliveryKind, NonceState
+from ..models import Delivery, NonceState
 from ..provenance import RESTRICTED_TEASER
 from ..restriction import card_as_it_stands, gated_card
 from .blocks import (
@@ -78,6 +80,7 @@ from .blocks import (
     CUSTOM_CALLBACK_ID,
     DATE_ACTION,
     JSON,
+    MAX_DIGEST_CARDS,
     SOMETHING_ELSE_ACTION,
     SOURCE_TEXT_BLOCK,
     TEXT_ACTION,
@@ -185,17 +188,12 @@ def signature_ok(request: HttpRequest, secret: str) -> bool:
 def _dispatch(request: HttpRequest) -> HttpResponse:
     secret = str(settings.SLACK_SIGNING_SECRET or "")
     if not secret or not settings.SLACK_BOT_TOKEN:
-        return JsonResponse(
-            {"code": "NOT_CONFIGURED", "detail": "Slack is not configured here."}, status=404
-        )
+        return hook_error(404, HookError.NOT_CONFIGURED, "Slack is not configured here.")
     if not signature_ok(request, secret):
-        return JsonResponse(
-            {"code": "INVALID_SIGNATURE", "detail": "Slack signature or timestamp invalid."},
-            status=401,
-        )
+        return hook_unauthenticated("Slack signature or timestamp invalid.")
     problem = slack_payload_problem(request)  # verified: too deep or U+0000 (hooks/guard.py)
     if problem is not None:
-        return JsonResponse({"code": "MALFORMED_REQUEST", "detail": problem}, status=400)
+        return hook_malformed(problem)
     return slack_handler().handle(request)
 
 
@@ -367,14 +365,19 @@ def _modal_inputs(view: dict[str, Any]) -> CustomInputs:
     )
 
 
-def _tap(body: dict[str, Any], value: dict[str, Any], **parsed: Any) -> CardTap:
+def _tap(
+    body: dict[str, Any], value: dict[str, Any], context: BoltContext, **parsed: Any
+) -> CardTap:
     """A tap from the interaction: the card's clarification and nonce as its value (or
-    the modal's metadata) carries them, the rest as parsed by the listener."""
+    the modal's metadata) carries them, the delivery record `before_authorize` looked up
+    by that nonce (read once a tap), the rest as parsed by the listener."""
+    known = {"delivery": context["clarify_delivery"]} if "clarify_delivery" in context else {}
     return CardTap(
         channel=CHANNEL,
         identity=_identity(body),
         clarification_id=value.get("clarificationId"),
         nonce=value.get("nonce"),
+        **known,
         **parsed,
     )
 
@@ -404,9 +407,7 @@ def _updated_blocks(
     answers (re-rendered without buttons), else re-rendered from their records."""
     cid = str(delivery.clarification_id)
     new = message_blocks(_card_for(delivery, outcome_text))
-    siblings = list(
-        Delivery.objects.filter(message_ref=ref, kind=DeliveryKind.QUESTION).order_by("created_at")
-    )
+    siblings = digest_siblings(delivery, MAX_DIGEST_CARDS, ref)
     if shown:
         kept = replace_card(shown, cid, new)
         listed = {clarification_of_block(b) for b in kept}
@@ -479,6 +480,7 @@ def on_answer(
         _tap(
             body,
             value,
+            context,
             answer_index=value.get("answerIndex"),
             action_id=_action_key(body, action),
             message_ref=ref,
@@ -490,11 +492,14 @@ def on_answer(
         _update_message(client, reply, ref, shown if isinstance(shown, list) else None)
 
 
-def on_something_else(ack: Callable[..., None], body: dict[str, Any], client: WebClient) -> None:
+def on_something_else(
+    ack: Callable[..., None], body: dict[str, Any], client: WebClient, context: BoltContext
+) -> None:
     """ "Something else…": the tap's checks (`card_tap_verify`), then the date-range
     modal for the card's recipient."""
     ack()
-    checked = card_tap_verify(_tap(body, _json_object(_first_action(body).get("value"))))
+    value = _json_object(_first_action(body).get("value"))
+    checked = card_tap_verify(_tap(body, value, context))
     if not isinstance(checked, VerifiedTap):
         return  # refused and audited
     delivery = checked.delivery
@@ -528,6 +533,7 @@ def on_custom_answer(
         _tap(
             body,
             meta,
+            context,
             custom=_modal_inputs(view),
             action_id=f"view_submission:{view.get('id', '')}:{key}",
             message_ref=ref or None,

@@ -21,7 +21,6 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from clarify.models import Clarification
-from common.codes import TapRefusal
 from common.parsers import json_problem
 from tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
 
@@ -34,27 +33,24 @@ from ..actions import (
     CardTap,
     CustomInputs,
     card_tap_process,
-    card_tap_refuse,
     delivery_for_nonce,
+    unmapped_refuse,
 )
 from ..cards import Card, shown_outcome
+from ..digests import digest_siblings
+from ..hooks.errors import hook_malformed, hook_unauthenticated
 from ..hooks.guard import teams_activity_problem
 from ..hooks.ratelimit import rate_limit_hit, too_many_requests
 from ..identity import ChatIdentity
-from ..models import Delivery, DeliveryKind, TeamsConversation
+from ..models import Delivery, TeamsConversation
 from ..restriction import card_as_it_stands
 from . import ask_hook
 from .adaptive import MAX_DIGEST_CARDS, digest_card, input_id, question_card
 from .auth import TeamsAuthError, check_activity, verify_token
 
 log = logging.getLogger("telha.audit")
-MAX_BODY_BYTES = 256 * 1024
 CHANNEL = "teams"
 UNMAPPED_TEXT = "Your Teams account is not linked to a person here."
-
-
-def _unauthorized(reason: str) -> JsonResponse:
-    return JsonResponse({"code": "UNAUTHENTICATED", "detail": reason}, status=401)
 
 
 def _sender_aliases(activity: dict[str, Any]) -> list[tuple[str, str]]:
@@ -200,23 +196,10 @@ def custom_inputs(data: dict[str, Any]) -> CustomInputs:
 
 
 def _digest_siblings(delivery: Delivery) -> list[Delivery]:
-    """The questions sent in the same Teams message as this one (a digest), in the order
-    they were listed, each clarification once; just this one for a single card."""
+    """The questions sent in the same Teams message as this one (`digest_siblings`)."""
     if not delivery.message_ref.startswith("teams:"):
         return [delivery]
-    siblings = Delivery.objects.filter(
-        message_ref=delivery.message_ref,
-        person_id=delivery.person_id,
-        kind=DeliveryKind.QUESTION,
-    ).order_by("created_at", "pk")
-    by_clarification: dict[Any, Delivery] = {}
-    for sibling in siblings:
-        by_clarification.setdefault(sibling.clarification_id, sibling)
-    by_clarification[delivery.clarification_id] = delivery
-    ordered = list(by_clarification.values())
-    if delivery not in ordered[:MAX_DIGEST_CARDS]:  # the tapped item is always shown
-        ordered = [*ordered[: MAX_DIGEST_CARDS - 1], delivery]
-    return ordered
+    return digest_siblings(delivery, MAX_DIGEST_CARDS)
 
 
 def _refreshed_card(
@@ -245,8 +228,11 @@ def _refreshed_card(
     return digest_card(cards, outcomes=outcomes, errors=errors)
 
 
-def card_tap_of(person: Person, data: dict[str, Any], activity: dict[str, Any]) -> CardTap:
-    """A card action as a tap by the (already bound) person."""
+def card_tap_of(
+    person: Person, data: dict[str, Any], activity: dict[str, Any], delivery: Delivery | None
+) -> CardTap:
+    """A card action as a tap by the (already bound) person on `delivery`, the record its
+    nonce names (`delivery_of`: read once a tap)."""
     custom = custom_inputs(data) if data.get("custom") else None
     conversation = (activity.get("conversation") or {}).get("id", "")
     return CardTap(
@@ -258,6 +244,7 @@ def card_tap_of(person: Person, data: dict[str, Any], activity: dict[str, Any]) 
         custom=custom,
         action_id=str(activity.get("id") or "")[:200] or None,
         message_ref=f"teams:{conversation}:{activity.get('replyToId', '')}"[:500],
+        delivery=delivery,
     )
 
 
@@ -271,7 +258,9 @@ def reply_body(reply: CardReply) -> dict[str, Any]:
     return _message_body(reply.text)
 
 
-def handle_action(person: Any, data: dict[str, Any], activity: dict[str, Any]) -> dict[str, Any]:
+def handle_action(
+    person: Any, data: dict[str, Any], activity: dict[str, Any], delivery: Delivery | None
+) -> dict[str, Any]:
     """A card action through the shared tap path; returns the invoke response body."""
     if not isinstance(data, dict) or data.get("kind") != "clarify_answer":
         return {
@@ -279,7 +268,7 @@ def handle_action(person: Any, data: dict[str, Any], activity: dict[str, Any]) -
             "type": "application/vnd.microsoft.error",
             "value": {"code": "BadRequest", "message": "Not a clarify action."},
         }
-    return reply_body(card_tap_process(card_tap_of(person, data, activity)))
+    return reply_body(card_tap_process(card_tap_of(person, data, activity, delivery)))
 
 
 def _message_body(text: str) -> dict[str, Any]:
@@ -295,17 +284,14 @@ def _card_response(card: dict[str, Any] | None) -> dict[str, Any]:
 @csrf_exempt
 @require_POST
 def messages(request: HttpRequest) -> HttpResponse:
-    """Order: the token (401), the body (413/400), the service URL and the key's
-    endorsement of the activity's channel (401), the per-tenant rate limit (429),
+    """Order: the token (401 UNAUTHENTICATED, as on every hook), the body (400; one over
+    `HOOK_MAX_BODY_BYTES` was refused 413 before it was read), the service URL and the
+    key's endorsement of the activity's channel (401), the per-tenant rate limit (429),
     identity binding, then the activity."""
     try:
         token = verify_token(request.headers.get("Authorization", ""))
     except TeamsAuthError as exc:
-        return _unauthorized(str(exc))
-    if len(request.body) > MAX_BODY_BYTES:
-        return JsonResponse(
-            {"code": "PAYLOAD_TOO_LARGE", "detail": "Activity too large."}, status=413
-        )
+        return hook_unauthenticated(str(exc))
     try:
         activity = json.loads(request.body)
         if not isinstance(activity, dict):
@@ -315,13 +301,11 @@ def messages(request: HttpRequest) -> HttpResponse:
         if teams_activity_problem(activity) is not None:  # not shaped as Teams sends it
             raise ValueError("not an activity")
     except (ValueError, RecursionError):
-        return JsonResponse(
-            {"code": "MALFORMED_REQUEST", "detail": "Not a JSON activity."}, status=400
-        )
+        return hook_malformed("Not a JSON activity.")
     try:
         check_activity(token, activity)
     except TeamsAuthError as exc:
-        return _unauthorized(str(exc))
+        return hook_unauthenticated(str(exc))
     kind = activity.get("type")
     data = action_data(activity)
     delivery = delivery_of(data)
@@ -362,24 +346,17 @@ def messages(request: HttpRequest) -> HttpResponse:
         )
         return JsonResponse(_card_response(None)) if kind == "invoke" else HttpResponse(status=200)
     if kind == "invoke":
-        return JsonResponse(handle_action(person, data, activity))
+        return JsonResponse(handle_action(person, data, activity, delivery))
     # The Action.Submit fallback: the outcome goes back as a reply in the conversation.
-    _reply(person, handle_action(person, data, activity))
+    _reply(person, handle_action(person, data, activity, delivery))
     return HttpResponse(status=200)
 
 
 def _unmapped(activity: dict[str, Any], delivery: Delivery | None) -> HttpResponse:
     """An identity no verified alias binds (in the card's workspace, when the action names
-    a delivery): nothing is stored or submitted. A card action whose nonce names a
-    delivery is audited in that delivery's tenant (`card_action_dropped`,
-    `UNMAPPED_IDENTITY`), as on Slack; anything else is logged."""
-    kind = activity.get("type")
-    identity = identity_of(activity)
-    if delivery is not None:
-        card_tap_refuse(delivery, TapRefusal.UNMAPPED_IDENTITY, CHANNEL, {"identity": identity})
-    else:
-        log.info("unmapped teams identity %s (%s) submitted nothing", identity, kind)
-    if kind == "invoke":
+    a delivery): refused as on every channel (`unmapped_refuse`)."""
+    unmapped_refuse(delivery, CHANNEL, teams_identity(activity))
+    if activity.get("type") == "invoke":
         return JsonResponse(_message_body(UNMAPPED_TEXT))
     return HttpResponse(status=200)
 

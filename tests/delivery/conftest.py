@@ -256,6 +256,16 @@ class RecordingChannel(Channel):
         return f"{address}:escalation:{len(self.log.escalations)}"
 
 
+def nonce_lookups(queries: Any) -> list[str]:
+    """The statements that read a delivery record by its card's nonce."""
+    return [
+        q["sql"]
+        for q in queries.captured_queries
+        if q["sql"].lstrip().upper().startswith("SELECT")
+        and '"delivery_delivery"."nonce" =' in q["sql"]
+    ]
+
+
 def assert_unavailable(resp: Any) -> None:
     """A hook's answer while the shared cache is down."""
     assert resp.status_code == 503, resp.content

@@ -12,7 +12,9 @@ from typing import Any
 
 import pytest
 from django.contrib.auth.models import User
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from slack_sdk.models.blocks import DatePickerElement, InputBlock, SectionBlock
 
 import delivery.slack.hooks as slack_hooks
@@ -41,7 +43,7 @@ from tenancy.models import PersonAlias
 from tenancy.services import workspace_load
 from tests.factories import JAN_2027, OCT_2026, submission_payload
 
-from .conftest import assert_unavailable, snapshot_rows, written_counts
+from .conftest import assert_unavailable, nonce_lookups, snapshot_rows, written_counts
 from .conftest_slack import (
     BOT_TOKEN,
     EVENTS,
@@ -357,7 +359,7 @@ def test_bad_signature_or_stale_timestamp_is_401_and_writes_nothing(
     else:
         resp = client.post(path, body, content_type="application/x-www-form-urlencoded")
     assert resp.status_code == 401
-    assert resp.json()["code"] == "INVALID_SIGNATURE"
+    assert resp.json()["code"] == "UNAUTHENTICATED"
     assert counts() == before
     assert answer_rows() == rows
     assert slack_stub.of("chat.update") == []
@@ -1088,3 +1090,14 @@ def test_signing_secret_is_real_hmac(slack_settings):
 
     expected = hmac.new(SIGNING_SECRET.encode(), b"v0:1531420618:body", hashlib.sha256).hexdigest()
     assert headers["X-Slack-Signature"] == f"v0={expected}"
+
+
+def test_a_tap_reads_its_delivery_record_once(delivered, tap):
+    """The record the nonce names is looked up once a tap: the per-tenant rate limit's
+    lookup is the one the tap pipeline checks (issue 31 item 3)."""
+    card = delivered()
+    with CaptureQueriesContext(connection) as queries:
+        resp = tap(card, 0)
+    assert resp.status_code == 200, resp.content
+    assert ResponseRecord.objects.filter(clarification=card.clar).count() == 1
+    assert len(nonce_lookups(queries)) == 1

@@ -11,6 +11,8 @@ import jwt
 import jwt.jwks_client
 import pytest
 from django.conf import settings as django_settings
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 import delivery.worker
 from clarify.models import AuditEvent, Clarification, ResponseRecord, State
@@ -25,7 +27,15 @@ from jobs.models import Job, JobStatus
 from jobs.tasks import work
 from tenancy.models import PersonAlias
 
-from .conftest import JOB_KIND, JUL_2026, JUN_2026, OCT_2026, SPAN_TEXT, assert_unavailable
+from .conftest import (
+    JOB_KIND,
+    JUL_2026,
+    JUN_2026,
+    OCT_2026,
+    SPAN_TEXT,
+    assert_unavailable,
+    nonce_lookups,
+)
 from .conftest_teams import (
     ALICE_CONVERSATION,
     ALICE_TEAMS_ID,
@@ -1025,3 +1035,14 @@ def test_the_rendered_card_round_trips_as_json(delivered):
     card = delivered()
     rendered = question_card(build_card(card.clar, card.delivery.nonce, SPAN_TEXT))
     assert json.loads(json.dumps(rendered)) == card.card
+
+
+def test_a_tap_reads_its_delivery_record_once(delivered, tap):
+    """The record the action's nonce names is looked up once (for the per-tenant rate
+    limit, then handed to the tap pipeline; issue 31 item 3)."""
+    card = delivered()
+    with CaptureQueriesContext(connection) as queries:
+        resp, _ = tap(card, card.data(0))
+    assert resp.status_code == 200, resp.content
+    assert ResponseRecord.objects.filter(clarification=card.clar).count() == 1
+    assert len(nonce_lookups(queries)) == 1

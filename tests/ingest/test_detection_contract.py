@@ -513,3 +513,19 @@ def test_a_month_with_a_stray_full_stop_still_dates_the_preamble():
 def test_not_the_end_of_the_term(clause):
     facts, _ = run(PREAMBLE + "\n7. Prices.\n" + clause + "\n")
     assert facts["term"].valid_to is None
+
+
+def test_a_form_without_a_testimonium_dates_itself_by_its_date_labels():
+    """No "IN WITNESS WHEREOF": the dates over the "Date" labels under the signature
+    lines, in the second half, are the signatures'."""
+    text = (
+        COVER
+        + "This licence is between the parties below."
+        + PARTIES
+        + "x " * 600
+        + "\n11/22/15                 11/25/15 ____________________     ____________________"
+        " Date                     Date\n/s/ A. Reyes   /s/ B. Okafor\n" + "x " * 40
+    )
+    facts, questions = run(text)
+    assert facts["date"].valid_from == date(2015, 11, 25)
+    assert "term" not in questions or questions["term"].kind != "undated"

@@ -231,6 +231,40 @@ def test_extraction_look_alikes_are_read_as_plain_characters():
     assert tagged("the Buyer\u2019s fee for 2019\u037e") == [("2019", "DATE", "2019")]
 
 
+@pytest.mark.parametrize(
+    ("text", "day"),
+    [
+        ("The crew planned to leave the port on Thursday.", "2013-03-28"),
+        ("The ministers would meet again Monday.", "2013-03-25"),
+        ("The court has scheduled a hearing Tuesday.", "2013-03-26"),
+        ("The ship could sail as early as Wednesday.", "2013-03-27"),
+        ("He said the crew left the port on Thursday.", "2013-03-21"),
+        ("The ministers would have met Monday.", "2013-03-18"),
+    ],
+)
+def test_a_bare_weekday_lies_on_the_side_the_sentence_looks_to(text, day):
+    [(_, kind, value)] = tagged(text)
+    assert (kind, value) == ("DATE", day)
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "The engineer, 37 years old at the time, retired.",
+        "The pilot, sixty years old, flew on.",
+        "About three-quarters of the goods and two-thirds of the fee.",
+        "The troops searched the living quarters.",
+    ],
+)
+def test_ages_fractions_and_places_are_no_time_at_all(text):
+    assert tagged(text) == []
+
+
+def test_a_plural_unit_alone_is_still_a_vague_duration():
+    assert tagged("Prices rose for years.") == [("years", "DURATION", "PXY")]
+    assert tagged("in the coming months") == [("the coming months", "DURATION", "PXM")]
+
+
 # --- precision where detection acts (issue 29, item 4) ------------------------------------
 
 NOT_DATES = [

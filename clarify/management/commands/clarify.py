@@ -249,6 +249,7 @@ class Command(BaseCommand):
             f"{', delegate ' + d['delegate'] if d.get('delegate') else ''}"
             f"{', on behalf of ' + d['onBehalfOf'] if d.get('onBehalfOf') else ''}"
             f"{', nonce ' + d['nonceState'] if d.get('nonceState') else ''}"
+            f"{', via ' + d['channel'] if d.get('channel') else ''}"
             for d in data["deliveryHistory"]
         ] or ["    (none)"]
         lines.append("  events:")

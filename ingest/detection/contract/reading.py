@@ -293,17 +293,21 @@ def _tied(low: str, a: int, b: int, m: re.Match[str]) -> Anchor | None:
 
 
 # A signature block laid out as a form: the values on one line, their labels under them
-# ("4/24/2018   04/25/2018" over "Date   Date"); extracted text keeps the order.
-_LABEL_BELOW = re.compile(r"(?:\s+[\d/.-]{6,10})*\s+date\b(?!\s*(?:of|hereof|first|above))")
+# ("4/24/2018   04/25/2018" over "Date   Date", signature lines "____" between them);
+# extracted text keeps the order.
+_LABEL_BELOW = re.compile(
+    r"(?:\s+(?:[\d/.-]{6,10}|_{3,}))*\s+date\b(?!\s*(?:of|hereof|first|above))"
+)
 SIGNATURE_BLOCK = 1_500
+UNWITNESSED = 12_000  # how far into the second half a block without a testimonium is looked for
 
 
-def _labelled_below(low: str, after: int) -> list[Written]:
-    """The dates of the signature block after `after` that a "Date" label follows."""
+def _labelled_below(low: str, after: int, reach: int = SIGNATURE_BLOCK) -> list[Written]:
+    """The dates within `reach` after `after` that a "Date" label follows."""
     return [
         w
-        for w in written_dates(low, after, min(len(low), after + SIGNATURE_BLOCK))
-        if (w.day or w.readings) and _LABEL_BELOW.match(low, w.end, w.end + 60)
+        for w in written_dates(low, after, min(len(low), after + reach))
+        if (w.day or w.readings) and _LABEL_BELOW.match(low, w.end, w.end + 200)
     ]
 
 
@@ -328,6 +332,8 @@ def _signatures(sites: Sites) -> list[Written]:
         days = written_dates(low, colon + 1, colon + 40) if colon >= 0 else []
         if days and days[0].start - colon <= 8 and (days[0].day or days[0].readings):
             found.append(days[0])
+    if not witness and not found:  # no testimonium: a form's dates over "Date" labels
+        found = _labelled_below(low, floor, UNWITNESSED)
     return found
 
 

@@ -59,6 +59,8 @@ class Reading(NamedTuple):
 class Around(Protocol):
     """What a reader may ask about the text around its match (computed on demand)."""
 
+    low: str  # the whole text, lower-cased, every offset kept
+
     def tense(self, start: int, end: int) -> int | None: ...
 
     def word_before(self, start: int) -> str: ...
@@ -559,6 +561,21 @@ def _adjective(ctx: Context) -> bool:
     return "-" in ctx.text
 
 
+def _not_a_span(ctx: Context, unit: str) -> bool:
+    """A plural unit the number before it did not make a duration of: an age ("52 years
+    old"), a count the duration rule refused, a fraction ("three-quarters of") or a place
+    ("living quarters")."""
+    if ctx.after() == "old":
+        return True
+    start = ctx.span[0]
+    if start > 0 and ctx.around.low[start - 1] == "-":
+        return True  # "three-quarters", "two-thirds"
+    before = ctx.before()
+    if before[-1:].isdigit() or before in ctx.lang.numbers:
+        return True
+    return unit == "Q" and not _definite(ctx) and ctx.text.lower() == "quarters"
+
+
 def read_units(ctx: Context) -> Reading | None:
     """A unit word on its own: "years", "recent weeks" (PXY, PXW); "the quarter" (the
     focus's quarter); "the weekend"."""
@@ -566,7 +583,7 @@ def read_units(ctx: Context) -> Reading | None:
     if unit is None:
         return None
     if _plural(ctx):
-        if unit in ("P", "H1", "H", "MIN", "S"):
+        if unit in ("P", "H1", "H", "MIN", "S") or _not_a_span(ctx, unit):
             return None  # "business hours", "the minutes" of a meeting: no duration
         return Reading("DURATION", duration_value(None, unit), unit=unit)
     grain = UNIT_GRAINS.get(unit)

@@ -447,7 +447,8 @@ LANGUAGE = Language(
     future_markers=(
         r"\b(?:will|won't|shall|'ll|going to|(?<!been )(?:scheduled|set|due) to|is to|are to|"
         r"(?:plan|intend|expect|hope|aim)(?:s|ed|ing)? to|is expected|are expected|until|"
-        r"till|as soon as|no later than|not later than|tomorrow)\b"
+        r"till|as soon as|as early as|no later than|not later than|tomorrow|would(?!\s+have)|"
+        r"planned|planning|scheduled)\b"
     ),
     past_markers=(
         r"\b(?:said|says|was|were|had|did|ago|last|yesterday|earlier|reported|announced|"
