@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from clarify.models import Clarification, State
-from events.models import WEBHOOK_EVENT_TYPES, WebhookDelivery, WebhookEndpoint
+from events.models import WEBHOOK_EVENT_TYPES, ChainHead, WebhookDelivery, WebhookEndpoint
 from events.outbox import WEBHOOK_KIND
 from graph.models import NodeVersion
 from jobs.models import Job, JobStatus
@@ -259,3 +259,23 @@ def test_webhooks_add_refusals_write_nothing(workspace, argv, code):
     result = telha("webhooks", "add", *argv)
     assert result.code == code and result.out == ""
     assert not WebhookEndpoint.objects.exists()
+
+
+def test_a_steward_adds_and_removes_an_endpoint_in_the_admin(hooks, inbox, admin_client_steward):
+    resp = admin_client_steward.post(
+        "/admin/events/webhookendpoint/add/",
+        {"url": hooks.url("admin"), "event_types": ["clarification.opened"]},
+        follow=True,
+    )
+    assert resp.status_code == 200
+    endpoint = WebhookEndpoint.objects.get()
+    assert endpoint.tenant.slug == "acme" and endpoint.secret.startswith("whsec_")
+    assert endpoint.secret in resp.content.decode()  # shown once, in the page's message
+    hooks.secrets["admin"] = endpoint.secret
+    assert ChainHead.objects.get(tenant=endpoint.tenant).announce == "clarification.opened"
+
+    resp = admin_client_steward.post(
+        f"/admin/events/webhookendpoint/{endpoint.pk}/delete/", {"post": "yes"}
+    )
+    assert resp.status_code == 302 and not WebhookEndpoint.objects.exists()
+    assert ChainHead.objects.get(tenant=endpoint.tenant).announce == ""
