@@ -352,6 +352,16 @@ ENDS = [
         date(2016, 3, 10),
     ),
     (
+        "the-nth-day-after-the-effective-date",
+        "This Agreement shall terminate at midnight on the 45th day after the Effective Date.",
+        date(2014, 4, 24),
+    ),
+    (
+        "a-spelled-ordinal-day-following",
+        "This Agreement shall expire on the sixtieth (60th) day following the Effective Date.",
+        date(2014, 5, 9),
+    ),
+    (
         "a-list-after-a-colon",
         "This Agreement shall remain in effect until the earlier of the following:\n\n"
         "(a) the third anniversary of this Agreement; and\n\n(b) a sale of the business.",
@@ -508,6 +518,9 @@ def test_a_month_with_a_stray_full_stop_still_dates_the_preamble():
         "one (1) month.",
         # not a contract year
         "Prices shall be reviewed at the end of the year 2016.",
+        # a notice's deadline, not the term's end
+        "This Agreement may be terminated by notice given before the 30th day after the "
+        "receipt of an invoice.",
     ],
 )
 def test_not_the_end_of_the_term(clause):
