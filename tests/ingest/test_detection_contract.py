@@ -542,3 +542,29 @@ def test_a_form_without_a_testimonium_dates_itself_by_its_date_labels():
     facts, questions = run(text)
     assert facts["date"].valid_from == date(2015, 11, 25)
     assert "term" not in questions or questions["term"].kind != "undated"
+
+
+def test_a_date_named_the_effective_date_is_the_contracts_whatever_it_follows():
+    text = (
+        COVER
+        + "This Supply Agreement is made as of January 8, 2021"
+        + PARTIES
+        + "2. Term. The term of this Agreement shall begin upon the grant of the export "
+        "licence under the Licence Agreement no later than May 4, 2021 (such date, the "
+        '"Effective Date") and shall continue for two (2) years.\n'
+    )
+    facts, questions = run(text)
+    assert facts["date"].valid_from == date(2021, 1, 8)
+    assert facts["term"].valid_from == date(2021, 5, 4)
+    assert facts["term"].valid_to == date(2023, 5, 4)
+    assert questions == {}
+
+
+def test_the_date_of_another_agreement_is_not_the_effective_date():
+    text = (
+        COVER
+        + "This Supply Agreement is made as of January 8, 2021"
+        + PARTIES
+        + 'The parties signed the Licence Agreement dated May 4, 2020 (the "Licence").\n'
+    )
+    assert made_and_start(text) == (date(2021, 1, 8), date(2021, 1, 8))

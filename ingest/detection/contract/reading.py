@@ -166,8 +166,13 @@ def _defined_dates(sites: Sites) -> tuple[Stated | None, Stated | None]:
         if not _defines(low, pos):
             continue  # the name used, not defined: "on the Effective Date"
         for w in written_dates(low, a, b):
-            name = defined_name(low, w.end) or _named_before(low, a, w.start)
-            if not name or not _usable(low, w):
+            defined_after = defined_name(low, w.end)
+            name = defined_after or _named_before(low, a, w.start)
+            # A date named the Effective Date right after it is this contract's, whatever
+            # document the clause mentions before it ("… by the FDA no later than
+            # September 2, 2019 (such date, the "Effective Date")"); a stamp never is.
+            own = defined_after and not in_stamp(low, w.start) and "effective" in name
+            if not name or not (own or _usable(low, w)):
                 continue
             if ("effective" in name or "commencement" in name or "start" in name) and not effective:
                 effective = Stated(w, "commencement" if "commencement" in name else "effective")
