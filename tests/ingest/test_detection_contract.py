@@ -568,3 +568,13 @@ def test_the_date_of_another_agreement_is_not_the_effective_date():
         + 'The parties signed the Licence Agreement dated May 4, 2020 (the "Licence").\n'
     )
     assert made_and_start(text) == (date(2021, 1, 8), date(2021, 1, 8))
+
+
+def test_the_contract_named_as_its_preamble_names_it_is_a_term_subject():
+    text = (
+        "Exhibit 10.2\n\n" + "Confidential treatment requested. " * 30 + "\n\nThis Hosting "
+        "Agreement is made as of March 10, 2014" + PARTIES + "\n7. Term. The Hosting Agreement "
+        "shall continue for three (3) years.\n"
+    )
+    facts, _ = run(text)
+    assert facts["term"].valid_to == date(2017, 3, 10)

@@ -187,13 +187,14 @@ def is_notice(before: str, after: str) -> bool:
 
 def _names_itself(low: str, m: re.Match[str]) -> bool:
     """Whether "the X Agreement" is this contract: no name ("the Agreement"), or one its
-    title block or preamble gives ("SUPPLY AGREEMENT", 'this Supply Agreement')."""
+    title block gives ("SUPPLY AGREEMENT") or the text calls "this Supply Agreement"
+    before."""
     named = [w for w in m.group("named").split() if w not in _TERM_QUALIFIERS]
     if not named or {"this", "term", "of"} & set(named):
         return True  # "the Agreement", "the term of this Agreement"
     name = " ".join(low[m.start("named") : m.end()].split())
     head = " ".join(low[: min(TITLE_BLOCK, m.start())].split())
-    return name in head
+    return name in head or low.find(f"this {name}", 0, m.start()) >= 0
 
 
 def _is_subject(low: str, m: re.Match[str], floor: int) -> bool:
