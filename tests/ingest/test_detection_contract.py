@@ -578,3 +578,34 @@ def test_the_contract_named_as_its_preamble_names_it_is_a_term_subject():
     )
     facts, _ = run(text)
     assert facts["term"].valid_to == date(2017, 3, 10)
+
+
+def test_an_event_the_document_dates_is_the_first_candidate_of_a_tied_start():
+    text = (
+        COVER
+        + "This Supply Agreement is made as of October 2, 2018"
+        + PARTIES
+        + '"Effective Date" means the Closing Date under the Share Purchase Agreement.\n'
+        + '"First Delivery Date" means January 5, 2019.\n'
+        + "The Closing Date shall be November 15, 2018, or such later day as the parties agree.\n"
+    )
+    facts, questions = run(text)
+    question = questions["term"]
+    assert question.kind == "relative_date"
+    assert [c.valid_from for c in question.candidates][:2] == [
+        date(2018, 11, 15),
+        date(2018, 10, 2),
+    ]
+    assert facts["term"].valid_from == date(2018, 11, 15)
+
+
+def test_an_event_named_inside_another_name_is_not_dated_by_it():
+    text = (
+        COVER
+        + "This Supply Agreement is made as of October 2, 2018"
+        + PARTIES
+        + '"Effective Date" means the Launch Date of the product.\n'
+        + '"Early Launch Date" means January 5, 2019.\n'
+    )
+    _, questions = run(text)
+    assert questions["term"].candidates[0].valid_from == date(2018, 10, 2)
