@@ -303,9 +303,10 @@ def _event_day(low: str, anchor: Anchor) -> Written | None:
             i = low.find(name, after)
             continue  # inside another name ("the Early Launch Date")
         said = _DATED_AS.match(low, after, after + 40)
-        days = written_dates(low, said.end(), said.end() + 40) if said else []
-        if days and days[0].start == said.end() and days[0].day:
-            return days[0]
+        if said is not None:
+            days = written_dates(low, said.end(), said.end() + 40)
+            if days and days[0].start == said.end() and days[0].day:
+                return days[0]
         days = written_dates(low, max(0, i - 60), i)
         if days and days[-1].day and defined_name(low, days[-1].end) == name:
             return days[-1]
