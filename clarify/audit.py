@@ -14,6 +14,8 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
+from django.db import transaction
+
 from common.observability import audit_events_count, request_id_var
 from common.times import now_us
 from tenancy.models import Tenant
@@ -48,11 +50,22 @@ def audit_events_append(events: list[AuditEvent], *, request_ids: list[str] | No
     (`common.observability.audit_events_count`)."""
     if not events:
         return
-    for hook in _BEFORE_INSERT:
-        hook(events)
-    audit_events_insert(events)
-    for hook in _AFTER_INSERT:
-        hook(events)
+    # One transaction from the chain head's lock to the insert and the outbox, whoever
+    # calls (the delivery worker writes its outcomes after its sends, outside one): the
+    # head is read and moved under one lock (SQLite: one IMMEDIATE writer). Nested in the
+    # caller's transaction it adds nothing (no savepoint): that caller already holds its
+    # clarifications. Called outside one, it takes them first, in id order — the head is
+    # the last lock a transaction takes, or an event's insert (a key-share lock on its
+    # clarification) would wait, head held, for an answer that waits for the head.
+    own = not transaction.get_connection().in_atomic_block
+    with transaction.atomic(savepoint=False):
+        if own:
+            _clarifications_hold({e.clarification_id for e in events} - {None})
+        for hook in _BEFORE_INSERT:
+            hook(events)
+        audit_events_insert(events)
+        for hook in _AFTER_INSERT:
+            hook(events)
     counted = []
     for i, event in enumerate(events):
         token = request_id_var.set(request_ids[i]) if request_ids is not None else None
@@ -64,6 +77,13 @@ def audit_events_append(events: list[AuditEvent], *, request_ids: list[str] | No
         reason = event.detail.get("reason") if isinstance(event.detail, dict) else None
         counted.append((event.type, str(reason or "")))
     audit_events_count(counted)
+
+
+def _clarifications_hold(ids: set[Any]) -> None:
+    """Lock these clarifications (FOR NO KEY UPDATE where the database has it), in order."""
+    if ids:
+        locked = Clarification.objects.select_for_update(no_key=True).filter(pk__in=ids)
+        list(locked.order_by("pk").values_list("pk", flat=True))
 
 
 def audit_event_append(

@@ -117,7 +117,7 @@ from .sql import sent_rows_write
 
 log = logging.getLogger(__name__)
 
-REMINDER_KIND = "clarify:reminder"
+REMINDER_KIND = "delivery:reminder"
 # A steward escalation that failed on every reachable steward is retried after the
 # kind's backoff (one escalation window) this many times before the job dies.
 ESCALATION_RETRIES = 3

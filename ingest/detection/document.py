@@ -97,7 +97,12 @@ def _tied_question(reading: ContractReading, made: date | None, offset: int) -> 
     assert reading.anchor is not None
     span = _shift((reading.anchor.start, reading.anchor.end), offset)
     candidates = []
-    if made is not None:
+    event = reading.event_day.day if reading.event_day is not None else None
+    if event is not None:
+        candidates.append(
+            Candidate(f"{label_with_year(event)} (the event's date as written)", event, None, span)
+        )
+    if made is not None and made != event:
         candidates.append(
             Candidate(f"{label_with_year(made)} (the document's date)", made, None, span)
         )

@@ -352,6 +352,16 @@ ENDS = [
         date(2016, 3, 10),
     ),
     (
+        "the-nth-day-after-the-effective-date",
+        "This Agreement shall terminate at midnight on the 45th day after the Effective Date.",
+        date(2014, 4, 24),
+    ),
+    (
+        "a-spelled-ordinal-day-following",
+        "This Agreement shall expire on the sixtieth (60th) day following the Effective Date.",
+        date(2014, 5, 9),
+    ),
+    (
         "a-list-after-a-colon",
         "This Agreement shall remain in effect until the earlier of the following:\n\n"
         "(a) the third anniversary of this Agreement; and\n\n(b) a sale of the business.",
@@ -508,6 +518,9 @@ def test_a_month_with_a_stray_full_stop_still_dates_the_preamble():
         "one (1) month.",
         # not a contract year
         "Prices shall be reviewed at the end of the year 2016.",
+        # a notice's deadline, not the term's end
+        "This Agreement may be terminated by notice given before the 30th day after the "
+        "receipt of an invoice.",
     ],
 )
 def test_not_the_end_of_the_term(clause):
@@ -529,3 +542,70 @@ def test_a_form_without_a_testimonium_dates_itself_by_its_date_labels():
     facts, questions = run(text)
     assert facts["date"].valid_from == date(2015, 11, 25)
     assert "term" not in questions or questions["term"].kind != "undated"
+
+
+def test_a_date_named_the_effective_date_is_the_contracts_whatever_it_follows():
+    text = (
+        COVER
+        + "This Supply Agreement is made as of January 8, 2021"
+        + PARTIES
+        + "2. Term. The term of this Agreement shall begin upon the grant of the export "
+        "licence under the Licence Agreement no later than May 4, 2021 (such date, the "
+        '"Effective Date") and shall continue for two (2) years.\n'
+    )
+    facts, questions = run(text)
+    assert facts["date"].valid_from == date(2021, 1, 8)
+    assert facts["term"].valid_from == date(2021, 5, 4)
+    assert facts["term"].valid_to == date(2023, 5, 4)
+    assert questions == {}
+
+
+def test_the_date_of_another_agreement_is_not_the_effective_date():
+    text = (
+        COVER
+        + "This Supply Agreement is made as of January 8, 2021"
+        + PARTIES
+        + 'The parties signed the Licence Agreement dated May 4, 2020 (the "Licence").\n'
+    )
+    assert made_and_start(text) == (date(2021, 1, 8), date(2021, 1, 8))
+
+
+def test_the_contract_named_as_its_preamble_names_it_is_a_term_subject():
+    text = (
+        "Exhibit 10.2\n\n" + "Confidential treatment requested. " * 30 + "\n\nThis Hosting "
+        "Agreement is made as of March 10, 2014" + PARTIES + "\n7. Term. The Hosting Agreement "
+        "shall continue for three (3) years.\n"
+    )
+    facts, _ = run(text)
+    assert facts["term"].valid_to == date(2017, 3, 10)
+
+
+def test_an_event_the_document_dates_is_the_first_candidate_of_a_tied_start():
+    text = (
+        COVER
+        + "This Supply Agreement is made as of October 2, 2018"
+        + PARTIES
+        + '"Effective Date" means the Closing Date under the Share Purchase Agreement.\n'
+        + '"First Delivery Date" means January 5, 2019.\n'
+        + "The Closing Date shall be November 15, 2018, or such later day as the parties agree.\n"
+    )
+    facts, questions = run(text)
+    question = questions["term"]
+    assert question.kind == "relative_date"
+    assert [c.valid_from for c in question.candidates][:2] == [
+        date(2018, 11, 15),
+        date(2018, 10, 2),
+    ]
+    assert facts["term"].valid_from == date(2018, 11, 15)
+
+
+def test_an_event_named_inside_another_name_is_not_dated_by_it():
+    text = (
+        COVER
+        + "This Supply Agreement is made as of October 2, 2018"
+        + PARTIES
+        + '"Effective Date" means the Launch Date of the product.\n'
+        + '"Early Launch Date" means January 5, 2019.\n'
+    )
+    _, questions = run(text)
+    assert questions["term"].candidates[0].valid_from == date(2018, 10, 2)

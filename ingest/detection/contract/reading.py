@@ -105,6 +105,7 @@ class ContractReading:
     made: Stated | None = None
     start: Stated | None = None
     anchor: Anchor | None = None
+    event_day: Written | None = None  # the day the document gives the anchor's event
     signatures: list[Written] = field(default_factory=list)
     end: End | None = None
     renewal: Renewal | None = None
@@ -166,8 +167,13 @@ def _defined_dates(sites: Sites) -> tuple[Stated | None, Stated | None]:
         if not _defines(low, pos):
             continue  # the name used, not defined: "on the Effective Date"
         for w in written_dates(low, a, b):
-            name = defined_name(low, w.end) or _named_before(low, a, w.start)
-            if not name or not _usable(low, w):
+            defined_after = defined_name(low, w.end)
+            name = defined_after or _named_before(low, a, w.start)
+            # A date named the Effective Date right after it is this contract's, whatever
+            # document the clause mentions before it ("… by the FDA no later than
+            # September 2, 2019 (such date, the "Effective Date")"); a stamp never is.
+            own = defined_after and not in_stamp(low, w.start) and "effective" in name
+            if not name or not (own or _usable(low, w)):
                 continue
             if ("effective" in name or "commencement" in name or "start" in name) and not effective:
                 effective = Stated(w, "commencement" if "commencement" in name else "effective")
@@ -269,6 +275,42 @@ def _anchor(sites: Sites) -> Anchor | None:
                 anchor = _tied(low, a, b, m)
                 if anchor is not None:
                     return anchor
+    return None
+
+
+_EVENT_NAME = re.compile(r"(?:the\s+)?((?:[a-z-]+\s+){1,3}?date)\b")
+_DATED_AS = re.compile(
+    r"[\"\u201d]?\s*\)?\s*(?:shall\s+be|will\s+be|is|means|:|occurred\s+on|shall\s+occur\s+on|"
+    r"is\s+expected\s+to\s+be)\s+(?:on\s+)?"
+)
+EVENT_MENTIONS = 30
+
+
+def _event_day(low: str, anchor: Anchor) -> Written | None:
+    """The day the document gives the event a start is tied to: "the Launch Date shall
+    be September 1, 1999", '"Closing Date" means March 3, 2015', 'on March 3, 2015 (the
+    "Closing Date")' — the first of its first EVENT_MENTIONS mentions that dates it."""
+    m = _EVENT_NAME.match(low, anchor.start, anchor.end)
+    if m is None or m.group(1).split()[0] in ("effective", "commencement", "start"):
+        return None
+    name = " ".join(m.group(1).split())
+    i = low.find(name)
+    for _ in range(EVENT_MENTIONS):
+        if i < 0:
+            return None
+        after = i + len(name)
+        if not low[max(0, i - 5) : i].endswith(("the ", '"', "(", "\u201c")):
+            i = low.find(name, after)
+            continue  # inside another name ("the Early Launch Date")
+        said = _DATED_AS.match(low, after, after + 40)
+        if said is not None:
+            days = written_dates(low, said.end(), said.end() + 40)
+            if days and days[0].start == said.end() and days[0].day:
+                return days[0]
+        days = written_dates(low, max(0, i - 60), i)
+        if days and days[-1].day and defined_name(low, days[-1].end) == name:
+            return days[-1]
+        i = low.find(name, after)
     return None
 
 
@@ -388,6 +430,8 @@ def read_contract(sites: Sites) -> ContractReading:
         reading.start = Stated(settle_order(low, reading.start.written), reading.start.why)
     if reading.start is None:
         reading.anchor = _anchor(sites)
+        if reading.anchor is not None and reading.anchor.kind == "event":
+            reading.event_day = _event_day(low, reading.anchor)
     if _needs_signatures(reading):
         reading.signatures = [settle_order(low, w) for w in _signatures(sites)]
     if reading.made is None and reading.signatures:

@@ -23,7 +23,8 @@ ROLE = re.compile(
 ROLE_REACH = 160
 # A defined term right after a date names its role: "(the "Effective Date")".
 DEFINED = re.compile(
-    r"\s*[,(]?\s*(?:the\s+|this\s+|hereinafter\s+(?:referred\s+to\s+as\s+)?(?:the\s+)?)?"
+    r"\s*[,(]?\s*(?:such\s+date,?\s+)?(?:the\s+|this\s+|hereinafter\s+(?:referred\s+to\s+as\s+)?"
+    r"(?:the\s+)?)?"
     r"[\"\u201c\u201d']{1,2}\s*(?P<name>effective\s+date|commencement\s+date|"
     r"agreement\s+date|execution\s+date|start\s+date|signing\s+date|"
     r"(?:[\w-]+\s+){0,2}effective\s+date|closing\s+date)"

@@ -187,13 +187,14 @@ def is_notice(before: str, after: str) -> bool:
 
 def _names_itself(low: str, m: re.Match[str]) -> bool:
     """Whether "the X Agreement" is this contract: no name ("the Agreement"), or one its
-    title block or preamble gives ("SUPPLY AGREEMENT", 'this Supply Agreement')."""
+    title block gives ("SUPPLY AGREEMENT") or the text calls "this Supply Agreement"
+    before."""
     named = [w for w in m.group("named").split() if w not in _TERM_QUALIFIERS]
     if not named or {"this", "term", "of"} & set(named):
         return True  # "the Agreement", "the term of this Agreement"
     name = " ".join(low[m.start("named") : m.end()].split())
     head = " ".join(low[: min(TITLE_BLOCK, m.start())].split())
-    return name in head
+    return name in head or low.find(f"this {name}", 0, m.start()) >= 0
 
 
 def _is_subject(low: str, m: re.Match[str], floor: int) -> bool:
@@ -320,9 +321,34 @@ def _year_number(word: str | None) -> int:
     return NUMBER_WORDS.get(word, 0) or ORDINAL_WORDS.get(word, 0)
 
 
+# "on the 90th day after the Effective Date", "the thirtieth (30th) day following …".
+NTH_DAY = re.compile(
+    r"\b(?:(?P<n>\d{1,3})\s?(?:st|nd|rd|th)|[a-z]+(?:-[a-z]+)?\s*\(\s*(?P<n2>\d{1,3})\s?"
+    r"(?:st|nd|rd|th)?\s*\)|(?P<word>"
+    + "|".join(sorted(ORDINAL_WORDS, key=len, reverse=True))
+    + r"))\s+(?:calendar\s+)?day\s+"
+    r"(?=after|following)"
+)
+
+
+def _nth_day(low: str, start: int, end: int) -> End | None:
+    """The term ending on a numbered day after its anchor: the anchor + N days."""
+    m = NTH_DAY.search(low, start, end)
+    if m is None or is_notice(low[max(start, m.start() - 40) : m.start()], ""):
+        return None
+    days = int(m.group("n") or m.group("n2") or 0) or ORDINAL_WORDS.get(m.group("word") or "", 0)
+    anchor, day = _anchor(low, m.end())
+    if not days or anchor == "after_end":
+        return None
+    length = Length(m.start(), m.end(), days, "D")
+    if day is not None:
+        return End("length", m.start(), m.end(), written=day, length=length, anchor="")
+    return End("length" if anchor else "event", m.start(), m.end(), length=length, anchor=anchor)
+
+
 def term_end(low: str, start: int, end: int) -> End | None:
     """The end the term clause at [start, end) states (module docstring's order)."""
-    for reader in (_stated_end, _term_length, _anniversary):
+    for reader in (_stated_end, _term_length, _anniversary, _nth_day):
         found = reader(low, start, end)
         if found is not None:
             return found

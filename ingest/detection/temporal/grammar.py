@@ -13,11 +13,13 @@ import string
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import cache
-from re import _constants as sre_constants
-from re import _parser as sre_parse
 from typing import Any
 
 from .lang import REGISTERED, Language, Rule, language
+
+# The regular-expression parser's own modules (typeshed does not list them as `re`'s).
+sre_constants: Any = getattr(re, "_constants")  # noqa: B009
+sre_parse: Any = getattr(re, "_parser")  # noqa: B009
 
 # The end of a word: no letter follows ("may", not "mayor"; a digit or "-" may follow).
 LETTER_BOUNDARY = r"(?![^\W\d_])"
