@@ -12,7 +12,8 @@ their rules live. A channel adapter parses its payload into a `CardTap` and rend
    chat use it too);
 4. the exact-replay guard (a `CardAction` row per channel callback id);
 5. an unknown nonce, a nonce replayed against another clarification, a tap by anyone but
-   the recipient, a revoked nonce: each refused;
+   the recipient, a deprovisioned recipient, a revoked nonce: each refused (the last three
+   are `recipient_refusal`, which the email link's confirmation page shares);
 6. the one call to the answer service (`_answer`), as a `clarify` caller with the verified
    responder and their rights now; the service checks the responder's read access then
    (a responder who lost it gets the "moved on" reply, like a missing clarification);
@@ -286,15 +287,30 @@ def _verify(tap: CardTap, record: list[CardAction]) -> VerifiedTap | CardReply:
         return card_tap_refuse(
             delivery, TapRefusal.NONCE_CLARIFICATION_MISMATCH, tap.channel, claimed
         )
-    if person is None or person.pk != delivery.person_id:
+    reason = recipient_refusal(person, delivery)
+    if reason == TapRefusal.NOT_RECIPIENT:
         who = {"actor": str(person.pk) if person else None, "identity": tap.identity.label[:100]}
-        return card_tap_refuse(delivery, TapRefusal.NOT_RECIPIENT, tap.channel, who)
-    if person.deactivated_at is not None:  # deprovisioned: their cards were withdrawn
-        refused = card_tap_refuse(delivery, TapRefusal.RESPONDER_NOT_AUTHORISED, tap.channel)
-        return replace(refused, text=MOVED_ON)
-    if delivery.nonce_state == NonceState.REVOKED:
-        return card_tap_refuse(delivery, TapRefusal.STALE_NONCE, tap.channel)
+        return card_tap_refuse(delivery, reason, tap.channel, who)
+    if reason == TapRefusal.RESPONDER_NOT_AUTHORISED:
+        return replace(card_tap_refuse(delivery, reason, tap.channel), text=MOVED_ON)
+    if reason is not None:
+        return card_tap_refuse(delivery, reason, tap.channel)
+    assert person is not None
     return VerifiedTap(delivery=delivery, person=person)
+
+
+def recipient_refusal(person: Person | None, delivery: Delivery) -> TapRefusal | None:
+    """Why `person` may not answer with the delivery's card (step 5 past the nonce
+    lookup: not its recipient, deprovisioned — their cards were withdrawn — or the nonce
+    revoked), None when they may. Reads nothing: the one place of these checks, for the
+    pipeline and for a page that shows a card before its tap (the email link's GET)."""
+    if person is None or person.pk != delivery.person_id:
+        return TapRefusal.NOT_RECIPIENT
+    if person.deactivated_at is not None:
+        return TapRefusal.RESPONDER_NOT_AUTHORISED
+    if delivery.nonce_state == NonceState.REVOKED:
+        return TapRefusal.STALE_NONCE
+    return None
 
 
 def _refuse_replay(tap: CardTap, delivery: Delivery | None) -> CardReply:
@@ -414,9 +430,11 @@ def card_action_process(
     message_ref: str | None = None,
     actor_identity: str = "",
     tenant: Tenant | None = None,
+    delivery: Delivery | Literal[Lookup.UNREAD] | None = Lookup.UNREAD,
 ) -> CardReply:
     """`card_tap_process` for a tap whose person the caller has bound itself (the inbox's
-    signed-in person; None: nobody), named `actor_identity` in the audit."""
+    signed-in person; None: nobody), named `actor_identity` in the audit. `delivery`: the
+    record `nonce` names when the caller looked it up already (`CardTap.delivery`)."""
     return card_tap_process(
         CardTap(
             channel=channel,
@@ -428,5 +446,6 @@ def card_action_process(
             action_id=action_id,
             message_ref=message_ref,
             tenant=tenant or (actor.tenant if actor is not None else None),
+            delivery=delivery,
         )
     )

@@ -6,7 +6,7 @@ names. Shared by card taps (`delivery.actions`) and ask in chat."""
 import logging
 from dataclasses import dataclass
 
-from django.db.models import Q
+from django.db.models import Q, QuerySet
 
 from tenancy.models import Person, PersonAlias, Tenant, normalise_alias
 from tenancy.selectors import person_by_alias
@@ -47,22 +47,41 @@ class ChatIdentity:
                 return person
         return None
 
-    def only_person(self) -> Person | None:
-        """The one person, of any tenant, this identity is (when no card names a tenant):
-        the bound one, else the only person holding its aliases; None when unmapped or
-        ambiguous (people of several tenants)."""
-        if self.bound:
-            return self.person
+    def _holders(self) -> "QuerySet[PersonAlias] | None":
+        """The verified aliases of (non-erased) people that match this identity's, any
+        tenant; None when it has none to match. The one alias lookup across tenants."""
         match = Q()
         for kind, value in self.aliases:
             if value:
                 match |= Q(kind=kind, value=normalise_alias(kind, value))
         if not match:
             return None
-        rows = PersonAlias.objects.select_related("person__tenant", "person__user").filter(
-            match, person__erased_at__isnull=True
-        )[: len(self.aliases) + 1]
+        return PersonAlias.objects.filter(match, person__erased_at__isnull=True)
+
+    def only_person(self) -> Person | None:
+        """The one person, of any tenant, this identity is (when no card names a tenant):
+        the bound one, else the only person holding its aliases; None when unmapped or
+        ambiguous (people of several tenants)."""
+        if self.bound:
+            return self.person
+        holders = self._holders()
+        if holders is None:
+            return None
+        rows = holders.select_related("person__tenant", "person__user")[: len(self.aliases) + 1]
         people = {row.person_id: row.person for row in rows}
         if len(people) > 1:
             log.warning("a chat identity maps to people of several tenants; ignored")
         return next(iter(people.values())) if len(people) == 1 else None
+
+    def people(self) -> list[Person]:
+        """Every person this identity is, at most one per tenant (`person_in` of each
+        tenant where one of its aliases is held: the same chat user may be a person in
+        several workspaces)."""
+        if self.bound:
+            return [self.person] if self.person is not None else []
+        holders = self._holders()
+        if holders is None:
+            return []
+        tenants = holders.values_list("tenant", flat=True).distinct()
+        found = (self.person_in(t) for t in Tenant.objects.filter(pk__in=tenants))
+        return [p for p in found if p is not None]

@@ -8,11 +8,14 @@ pipeline (`delivery.actions.card_action_process`, channel `email`). Signed out (
 session expired), either goes to sign-in (password, or the tenant's single sign-on) and
 back here with `next=`.
 
-Refused with a page that says why, before anything is written: a link whose nonce names no
-question, a choice that is not one of the card's; another person signed in; the recipient
-deprovisioned or no longer allowed to read the source; the card no longer answering (its
-nonce revoked or closed, its clarification moved on) or already answered by them — a link
-answers once."""
+The button's `POST` hands the pipeline the delivery row read here (a tap reads it once)
+and maps its reply to a page: its refusals (not the recipient, unknown nonce, revoked,
+deprovisioned, no read access) write what they write on every channel — the audit event
+— and a card whose clarification moved on (nonce closed) answers by the pipeline's "moved
+on" rule. Only the link's own rules come before it, writing nothing: a choice that is not
+one of the card's, and a link its recipient used already (a link answers once). The `GET`
+shows the card only when the pipeline's recipient checks (`recipient_refusal`, the same
+function) pass, the link is unused and the recipient may still read the source."""
 
 from dataclasses import dataclass
 from typing import Any
@@ -23,12 +26,24 @@ from django.http import HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_http_methods
 
+from clarify.errors import NoReadPermission
 from clarify.models import ResponseRecord
+from common.codes import TapRefusal
 
-from ..actions import ANSWERED, INVALID, CustomInputs, card_action_process, delivery_for_nonce
-from ..cards import OPEN_STATES, SOMETHING_ELSE, build_card, candidate_label
+from ..actions import (
+    ANSWERED,
+    DROPPED,
+    INVALID,
+    MOVED,
+    CardReply,
+    CustomInputs,
+    card_action_process,
+    delivery_for_nonce,
+    recipient_refusal,
+)
+from ..cards import SOMETHING_ELSE, build_card, candidate_label
 from ..gate import floor_check
-from ..models import Delivery, DeliveryKind, NonceState
+from ..models import Delivery, DeliveryKind
 from ..restriction import excerpt_for_chat
 from .render import OTHER
 
@@ -82,21 +97,47 @@ def _index(delivery: Delivery, choice: str) -> int | Refusal | None:
     return UNKNOWN_LINK
 
 
-def refusal_of(person: Any, delivery: Delivery | None) -> Refusal | None:
-    """Why the signed-in `person` may not answer with this link (None: they may). Reads
-    only."""
-    if delivery is None or delivery.kind != DeliveryKind.QUESTION:
+# The page of each refusal the tap pipeline (or `recipient_refusal`) names.
+REFUSAL_PAGES: dict[str, Refusal] = {
+    TapRefusal.UNKNOWN_NONCE: UNKNOWN_LINK,
+    TapRefusal.NONCE_CLARIFICATION_MISMATCH: UNKNOWN_LINK,
+    TapRefusal.NOT_RECIPIENT: WRONG_PERSON,
+    TapRefusal.UNMAPPED_IDENTITY: WRONG_PERSON,
+    TapRefusal.RESPONDER_NOT_AUTHORISED: LOST_ACCESS,
+    TapRefusal.STALE_NONCE: MOVED_ON,
+    NoReadPermission.reason: LOST_ACCESS,
+}
+
+
+def _question(nonce: str) -> Delivery | None:
+    """The question card the link's nonce names (a reminder's or digest's is none)."""
+    delivery = delivery_for_nonce(nonce)
+    return delivery if delivery is not None and delivery.kind == DeliveryKind.QUESTION else None
+
+
+def _used(person: Any, delivery: Delivery) -> Refusal | None:
+    """A link answers once: its recipient answered the question already (a quorum may
+    still wait on others). Reads only; asked of the recipient only."""
+    answered = ResponseRecord.objects.filter(
+        clarification_id=delivery.clarification_id, responder=person.pk
+    ).exists()
+    return ANSWERED_BEFORE if answered else None
+
+
+def preview_refusal(person: Any, delivery: Delivery | None) -> Refusal | None:
+    """Why the confirmation page (GET) does not show the card: the pipeline's recipient
+    checks (`recipient_refusal`, the one place), the link used, or the recipient no longer
+    allowed to read the source (the card is not shown to them). Reads only; a card whose
+    clarification moved on is shown — its POST gets the pipeline's "moved on" rule."""
+    if delivery is None:
         return UNKNOWN_LINK
-    if person is None or person.pk != delivery.person_id:
-        return WRONG_PERSON
-    if person.deactivated_at is not None:
-        return LOST_ACCESS
-    clar = delivery.clarification
-    if delivery.nonce_state != NonceState.ACTIVE or clar.state not in OPEN_STATES:
-        return MOVED_ON
-    if ResponseRecord.objects.filter(clarification=clar, responder=person.pk).exists():
-        return ANSWERED_BEFORE
-    if floor_check(clar, [person]).get(person.pk) is not None:
+    reason = recipient_refusal(person, delivery)
+    if reason is not None:
+        return REFUSAL_PAGES[reason]
+    used = _used(person, delivery)
+    if used is not None:
+        return used
+    if floor_check(delivery.clarification, [person]).get(person.pk) is not None:
         return LOST_ACCESS
     return None
 
@@ -133,33 +174,64 @@ def _confirm(
     return render(request, "email/confirm.html", context, status=400 if "error" in extra else 200)
 
 
+def _page(
+    request: HttpRequest, delivery: Delivery, index: int | None, reply: CardReply
+) -> HttpResponse:
+    """The tap pipeline's outcome as the page: a refusal's page, the form again with what
+    is wrong, or the outcome copy."""
+    if reply.status == DROPPED or (reply.status == MOVED and reply.reason in REFUSAL_PAGES):
+        return _refused(request, REFUSAL_PAGES.get(reply.reason, MOVED_ON))
+    if reply.status == MOVED:  # answered by others, as the card says
+        return _refused(request, MOVED_ON)
+    if reply.status == INVALID and index is None:
+        return _confirm(request, delivery, index, error=reply.text, inputs=_custom(request))
+    status = 200 if reply.status == ANSWERED else 409
+    return render(request, "email/answered.html", {"reply": reply}, status=status)
+
+
+def _post(request: HttpRequest, delivery: Delivery | None, nonce: str, choice: str) -> HttpResponse:
+    """The button: through the one tap pipeline with the delivery read here (once). Only
+    the link's own rules come first, writing nothing: a choice the card does not have,
+    a link used already."""
+    person, index = _person(request), None
+    if delivery is not None:
+        parsed = _index(delivery, choice)
+        if isinstance(parsed, Refusal):
+            return _refused(request, parsed)
+        index = parsed
+        used = _used(person, delivery) if recipient_refusal(person, delivery) is None else None
+        if used is not None:
+            return _refused(request, used)
+    reply = card_action_process(
+        channel="email",
+        actor=person,
+        clarification_id=str(delivery.clarification_id) if delivery is not None else "",
+        nonce=nonce,
+        answer_index=index,
+        custom=_custom(request) if delivery is not None and index is None else None,
+        message_ref=f"email:{delivery.nonce[:40]}" if delivery is not None else None,
+        actor_identity=f"user:{request.user.pk}",
+        tenant=person.tenant if person is not None else None,
+        delivery=delivery,
+    )
+    if delivery is None:
+        return _refused(request, REFUSAL_PAGES.get(reply.reason, UNKNOWN_LINK))
+    return _page(request, delivery, index, reply)
+
+
 @require_http_methods(["GET", "POST"])
 def answer(request: HttpRequest, nonce: str, choice: str) -> HttpResponse:
     """The confirmation page (module docstring)."""
-    delivery = delivery_for_nonce(nonce)
+    delivery = _question(nonce)
     if not request.user.is_authenticated:
         return _sign_in(request, delivery)
-    refusal = refusal_of(_person(request), delivery)
+    if request.method == "POST":
+        return _post(request, delivery, nonce, choice)
+    refusal = preview_refusal(_person(request), delivery)
     if refusal is not None:
         return _refused(request, refusal)
     assert delivery is not None
     index = _index(delivery, choice)
     if isinstance(index, Refusal):
         return _refused(request, index)
-    if request.method == "GET":
-        return _confirm(request, delivery, index)
-    custom = _custom(request) if index is None else None
-    reply = card_action_process(
-        channel="email",
-        actor=_person(request),
-        clarification_id=str(delivery.clarification_id),
-        nonce=delivery.nonce,
-        answer_index=index,
-        custom=custom,
-        message_ref=f"email:{delivery.nonce[:40]}",
-        actor_identity=f"user:{request.user.pk}",
-    )
-    if reply.status == INVALID and custom is not None:
-        return _confirm(request, delivery, index, error=reply.text, inputs=custom)
-    status = 200 if reply.status == ANSWERED else 409
-    return render(request, "email/answered.html", {"reply": reply}, status=status)
+    return _confirm(request, delivery, index)

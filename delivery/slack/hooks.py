@@ -64,11 +64,11 @@ from ..digests import digest_siblings
 from ..hooks.errors import hook_error, hook_malformed, hook_unauthenticated
 from ..hooks.guard import slack_payload_problem
 from ..hooks.ratelimit import (
-    RETRY_AFTER_UNAVAILABLE,
     CacheUnavailable,
     cache_add,
     rate_limit_hit,
-    rate_limited_body,
+    service_unavailable,
+    too_many_requests,
 )
 from ..identity import ChatIdentity
 from ..models import Delivery, NonceState
@@ -239,12 +239,18 @@ def _card_value(body: dict[str, Any]) -> dict[str, Any]:
     return {}
 
 
-def _rate_limited(retry_after: int) -> BoltResponse:
+def _bolt(response: HttpResponse) -> BoltResponse:
+    """A hook's error response (`hook_error`, the one helper) as Bolt returns one from
+    inside its middleware."""
     return BoltResponse(
-        status=429,
-        body=json.dumps(rate_limited_body("tenant")),
-        headers={"Content-Type": "application/json", "Retry-After": str(retry_after)},
+        status=response.status_code,
+        body=response.content.decode(),
+        headers=dict(response.items()),
     )
+
+
+def _rate_limited(retry_after: int) -> BoltResponse:
+    return _bolt(too_many_requests(retry_after, "tenant"))
 
 
 def before_authorize(
@@ -259,14 +265,7 @@ def before_authorize(
     try:
         stopped = _limited_or_seen(req)
     except CacheUnavailable as exc:
-        return BoltResponse(
-            status=exc.status_code,
-            body=json.dumps(exc.body()),
-            headers={
-                "Content-Type": "application/json",
-                "Retry-After": str(RETRY_AFTER_UNAVAILABLE),
-            },
-        )
+        return _bolt(service_unavailable(exc))
     return stopped if stopped is not None else next()
 
 

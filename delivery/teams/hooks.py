@@ -15,14 +15,13 @@ from typing import Any
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import Q
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
 
 from clarify.models import Clarification
 from common.parsers import json_problem
-from tenancy.models import AliasKind, Person, PersonAlias, Tenant, normalise_alias
+from tenancy.models import AliasKind, Person, Tenant
 
 from ..actions import (
     ANSWERED,
@@ -78,20 +77,8 @@ def person_for(activity: dict[str, Any], tenant: Tenant) -> Person | None:
 
 
 def people_for(activity: dict[str, Any]) -> list[Person]:
-    """Every person the sender is, at most one per tenant (alias resolution is
-    tenant-scoped: the same Teams user may be a person in several workspaces)."""
-    match = Q()
-    for kind, value in _sender_aliases(activity):
-        match |= Q(kind=kind, value=normalise_alias(kind, value))
-    if not match:
-        return []
-    tenants = (
-        PersonAlias.objects.filter(match, person__erased_at__isnull=True)
-        .values_list("tenant", flat=True)
-        .distinct()
-    )
-    people = (person_for(activity, t) for t in Tenant.objects.filter(pk__in=tenants))
-    return [p for p in people if p is not None]
+    """Every person the sender is, at most one per tenant (`ChatIdentity.people`)."""
+    return teams_identity(activity).people()
 
 
 def teams_tenant_of(activity: dict[str, Any]) -> str:

@@ -19,10 +19,12 @@ from typing import Any
 import pytest
 from aiosmtpd.controller import Controller
 from django.core.management import call_command
+from django.db import connection
 from django.test import Client
+from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
-from clarify.models import ResponseRecord, State
+from clarify.models import AuditEvent, ResponseRecord, State
 from delivery.cards import SOMETHING_ELSE
 from delivery.channels import DeliveryError
 from delivery.digests import digests_flush
@@ -185,7 +187,7 @@ def test_a_person_reached_only_by_email_answers_through_the_link(mailbox, submit
         for method in (browser.get, browser.post):
             again = method(link)
             assert again.status_code == 410
-            assert "has moved on" in again.content.decode()
+            assert "answered this question already" in again.content.decode()
     assert everything() == before
 
     # The steward sees the email send: the decide page's history and `telha clarify show`.
@@ -236,41 +238,119 @@ def test_quorum_copy_and_something_else(mailbox, submit, people):
     assert everything() == before
 
 
-def test_refusals_write_nothing(mailbox, submit, people):
+def only_audited(before: tuple[dict[str, Any], dict[str, int]], **reason: Any) -> AuditEvent:
+    """A refused POST went through the tap pipeline: it wrote exactly the one audit event
+    every channel writes for that refusal (`card_action_dropped` with the reason), and no
+    other row. Returns the event."""
+    rows, counts = before
+    assert snapshot_rows() == rows
+    assert written_counts() == {**counts, "AuditEvent": counts["AuditEvent"] + 1}
+    event = AuditEvent.objects.order_by("-at", "-id").first()
+    assert event is not None and event.type == "card_action_dropped"
+    assert {**event.detail, **reason} == event.detail and event.detail["channel"] == "email"
+    return event
+
+
+def test_refusals_write_nothing_but_the_pipelines_audit(mailbox, submit, people):
     alice, bob = people["alice"], people["bob"]
     clar = submit(links=[("AUTHORED_BY", "alice")])
     run_worker()
     link = path_of(links_of(parts(only_message(mailbox, "alice@acme.test"))[0])[1])
+    unknown = link.replace("/answer/", "/answer/x")
+    # The confirmation page (GET) writes nothing, whoever opens whatever.
     before = everything()
-    for client, status, words in [
-        (signed_in(bob), 403, "sent to someone else"),  # the wrong person signed in
-        (signed_in(alice), 404, "does not work"),  # a link whose nonce names nothing
+    for client, target, status, words in [
+        (signed_in(bob), link, 403, "sent to someone else"),  # the wrong person signed in
+        (signed_in(alice), unknown, 404, "does not work"),  # a nonce that names nothing
+        (signed_in(alice), link.replace("/1/", "/9/"), 404, "does not work"),  # no such choice
     ]:
-        target = link if status == 403 else link.replace("/answer/", "/answer/x")
-        for method in (client.get, client.post):
-            resp = method(target)
-            assert resp.status_code == status
-            assert words in resp.content.decode()
-    assert signed_in(alice).get(link.replace("/1/", "/9/")).status_code == 404
+        resp = client.get(target)
+        assert (resp.status_code, words in resp.content.decode()) == (status, True)
+    assert signed_in(alice).post(link.replace("/1/", "/9/")).status_code == 404
     assert everything() == before
 
-    # Lost access: the source became finance-only while the email waited.
-    acl_set_unheard(clar.source_version.source, ["group:finance"])
+    # Its button (POST) goes through the tap pipeline: refused as on every channel.
     before = everything()
-    for method in (signed_in(alice).get, signed_in(alice).post):
-        resp = method(link)
-        assert resp.status_code == 403
-        assert "no longer have access" in resp.content.decode()
-    assert everything() == before
+    resp = signed_in(bob).post(link)
+    assert resp.status_code == 403 and "sent to someone else" in resp.content.decode()
+    event = only_audited(before, reason="NOT_RECIPIENT", actor=str(bob.pk))
+    assert event.clarification_id == clar.pk
+    before = everything()
+    resp = signed_in(alice).post(unknown)
+    assert resp.status_code == 404 and "does not work" in resp.content.decode()
+    event = only_audited(before, reason="UNKNOWN_NONCE")
+    assert (event.clarification_id, event.tenant_id) == (None, alice.tenant_id)
 
     # A stale link: its card was revoked (a re-ask, a deprovisioning, an access change).
-    acl_set_unheard(clar.source_version.source, ["group:legal"])
     Delivery.objects.filter(clarification=clar).update(nonce_state=NonceState.REVOKED)
     before = everything()
-    resp = signed_in(alice).post(link)
-    assert resp.status_code == 410
+    assert signed_in(alice).get(link).status_code == 410
     assert everything() == before
+    resp = signed_in(alice).post(link)
+    assert resp.status_code == 410 and "has moved on" in resp.content.decode()
+    only_audited(before, reason="STALE_NONCE")
+
+    # Deprovisioned: their cards were withdrawn (nonce active here, to reach the check).
+    Delivery.objects.filter(clarification=clar).update(nonce_state=NonceState.ACTIVE)
+    type(alice).objects.filter(pk=alice.pk).update(deactivated_at=timezone.now())
+    before = everything()
+    assert signed_in(alice).get(link).status_code == 403
+    assert everything() == before
+    resp = signed_in(alice).post(link)
+    assert resp.status_code == 403 and "no longer have access" in resp.content.decode()
+    only_audited(before, reason="RESPONDER_NOT_AUTHORISED")
     assert not ResponseRecord.objects.filter(clarification=clar).exists()
+
+
+def test_lost_access_is_the_answer_services_refusal(mailbox, submit, people):
+    """The source became finance-only while the email waited: the page does not show the
+    card (writes nothing); the button is refused by the answer service's read check, as
+    a chat tap is — its `answer_refused` event, and the card revoked through the seam."""
+    alice = people["alice"]
+    clar = submit(links=[("AUTHORED_BY", "alice")])
+    run_worker()
+    link = path_of(links_of(parts(only_message(mailbox, "alice@acme.test"))[0])[0])
+    acl_set_unheard(clar.source_version.source, ["group:finance"])
+    before = everything()
+    resp = signed_in(alice).get(link)
+    assert resp.status_code == 403 and "no longer have access" in resp.content.decode()
+    assert everything() == before
+    resp = signed_in(alice).post(link)
+    assert resp.status_code == 403 and "no longer have access" in resp.content.decode()
+    [refused] = events(clar, "answer_refused")
+    assert refused.detail == {
+        "reason": "NO_READ_PERMISSION",
+        "responder": str(alice.pk),
+        "channel": "email",
+    }
+    assert not ResponseRecord.objects.filter(clarification=clar).exists()
+    assert [d.nonce_state for d in deliveries(clar)] == [NonceState.REVOKED]
+
+
+def test_a_closed_link_follows_the_moved_on_rule_and_reads_its_delivery_once(
+    mailbox, submit, people
+):
+    """A nonce closed since the email went out answers as a chat card's does (the tap
+    pipeline's "moved on" rule: recorded, said first); the POST reads its delivery once."""
+    alice = people["alice"]
+    clar = submit(links=[("AUTHORED_BY", "alice")])
+    run_worker()
+    link = path_of(links_of(parts(only_message(mailbox, "alice@acme.test"))[0])[0])
+    Delivery.objects.filter(clarification=clar).update(nonce_state=NonceState.CLOSED)
+    browser = signed_in(alice)
+    assert browser.get(link).status_code == 200
+    with CaptureQueriesContext(connection) as queries:
+        done = browser.post(link)
+    assert done.status_code == 200, done.content
+    assert "This clarification has moved on. ✓ Recorded" in done.content.decode()
+    table = Delivery._meta.db_table
+    reads = [
+        q["sql"] for q in queries if q["sql"].startswith("SELECT") and f'FROM "{table}"' in q["sql"]
+    ]
+    by_nonce = [sql for sql in reads if '"nonce"' in sql.split(" WHERE ", 1)[-1]]
+    assert len(by_nonce) == 1, reads
+    [record] = ResponseRecord.objects.filter(clarification=clar)
+    assert (record.responder, record.channel) == (alice.pk, "email")
 
 
 def test_a_restricted_passage_never_crosses_into_the_email(mailbox, submit, people):
