@@ -109,9 +109,9 @@ def waiting_on_away_q() -> Q:
     on to someone else (asked, or skipped for another reason) no longer waits on them."""
     away = {
         (tenant, str(pk))
-        for tenant, pk in Person.objects.filter(
-            away_until__gte=timezone.now().date()
-        ).values_list("tenant_id", "pk")
+        for tenant, pk in Person.objects.filter(away_until__gte=timezone.now().date()).values_list(
+            "tenant_id", "pk"
+        )
     }
     if not away:
         return Q(pk__in=[])

@@ -148,7 +148,9 @@ def _flush(mine: Any, now: Any) -> int:
         )
     # Each card listed gets its one reminder, like a card sent alone: the card itself
     # again, on the digest's channel with its nonce (`worker._remind`).
-    reminders_enqueue(open_items, {person.tenant_id: policy_for(person.tenant).reminder_after_hours})
+    reminders_enqueue(
+        open_items, {person.tenant_id: policy_for(person.tenant).reminder_after_hours}
+    )
     _mark_sent(items, now)
     for d in open_items:
         _audit(

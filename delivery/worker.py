@@ -61,15 +61,12 @@ from clarify.services import audit_event_append, audit_events_append
 from common.codes import JobReason, SkipReason
 from common.observability import request_id_var
 from common.times import now_us
-from jobs.models import Job
 from jobs.services import (
-    JobSpec,
     Lease,
     LeaseLost,
     job_advance,
     job_complete,
     job_fail,
-    jobs_enqueue,
     lease_attempt_add,
     lease_renew,
     leases_lock,
@@ -106,6 +103,7 @@ from .plan import (
     reminder_plan,
     steward_messages,
 )
+from .reminders import REMINDER_KIND, reminders_enqueue
 from .restriction import (
     excerpt_for_chat,
     gated_card,
@@ -113,7 +111,6 @@ from .restriction import (
     restricted_content_blocked,
     tenant_has_restricted_excerpts,
 )
-from .reminders import REMINDER_KIND, reminders_enqueue
 from .sql import sent_rows_write
 
 log = logging.getLogger(__name__)
@@ -933,7 +930,9 @@ def _write_outcomes(
     last lock), the audit log line of each under the id of its job's request. A sent
     card is never recorded without its reminder job, nor a job without its card."""
     with transaction.atomic():
-        _locked({r.clarification_id for r in sent} | {e.clarification_id for _, e in events} - {None})
+        held = {r.clarification_id for r in sent} | {e.clarification_id for _, e in events}
+        locked = Clarification.objects.select_for_update(no_key=True).filter(pk__in=held - {None})
+        list(locked.order_by("pk").values_list("pk", flat=True))
         if sent:
             sent_rows_write(sent)
             reminders_enqueue(sent, reminders)

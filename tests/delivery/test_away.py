@@ -136,9 +136,7 @@ def waiting() -> set:
     return set(Clarification.objects.filter(waiting_on_away_q()).values_list("pk", flat=True))
 
 
-def test_the_away_filter_keeps_only_a_current_attempt_skipped_away(
-    submit, channel, people, globex
-):
+def test_the_away_filter_keeps_only_a_current_attempt_skipped_away(submit, channel, people, globex):
     """The steward queue's "waiting on someone away": the question whose latest routing
     attempt skipped an away person (PERSON_AWAY) of its own tenant — not one that moved
     on to someone else, nor one skipped for another reason, nor once the person is back
@@ -239,8 +237,13 @@ def test_a_steward_sets_it_in_the_admin_and_the_decide_page_shows_the_delegation
     run_worker()
     page = client.get(f"/admin/clarify/clarification/{clar.pk}/change/").content.decode()
     assert "delegate Vera Viewer" in page and "on behalf of Alice Author" in page
+    # The filter: a delegated question waits on the delegate (here), not on alice; one
+    # whose only candidate was skipped away does.
+    away(alice)
+    stuck = submit(external_id="away/admin-stuck.docx", links=[("AUTHORED_BY", "alice")])
+    run_worker()
     listed = client.get("/admin/clarify/clarification/?away=yes").content.decode()
-    assert str(clar.pk) in listed
+    assert str(stuck.pk) in listed and str(clar.pk) not in listed
 
 
 def test_person_away_is_among_the_escalation_s_skip_reasons(submit, channel, people):

@@ -166,7 +166,9 @@ def test_over_slack_the_reminder_and_a_delegate_s_card_are_real_messages(
     assert "on behalf of Alice Author" in json.dumps(delegated.body["blocks"])
 
 
-def test_a_card_sent_in_a_digest_gets_its_reminder_too(reminding, clarify_settings, submit, channel):
+def test_a_card_sent_in_a_digest_gets_its_reminder_too(
+    reminding, clarify_settings, submit, channel
+):
     """A digest's cards each get their one reminder job when the digest goes out: the
     card itself again, alone, on the digest's channel with its nonce."""
     from delivery.digests import digests_flush
