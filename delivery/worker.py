@@ -928,7 +928,9 @@ def _write_outcomes(
     (`delivery.sql.sent_rows_write`), the cards' reminder jobs
     (`reminders.reminders_enqueue`), then the events in one INSERT (the chain head, the
     last lock), the audit log line of each under the id of its job's request. A sent
-    card is never recorded without its reminder job, nor a job without its card."""
+    card is never recorded without its reminder job, nor a job without its card. Nested
+    in a caller's transaction it is a savepoint: a failure here (`_outcomes` fails the
+    jobs) leaves the caller's transaction usable."""
     with transaction.atomic():
         held = {r.clarification_id for r in sent} | {e.clarification_id for _, e in events}
         locked = Clarification.objects.select_for_update(no_key=True).filter(pk__in=held - {None})
