@@ -3,10 +3,11 @@
 from collections.abc import Iterable
 from typing import Any
 
-from django.db.models import Exists, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models import Exists, F, OuterRef, Q, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 
+from common.codes import SkipReason
 from graph.access import source_readable_q
 from graph.api.records import PendingNote
 from graph.models import EvidenceClass, NodeVersion
@@ -95,22 +96,53 @@ def needs_steward_attention_q() -> Q:
     )
 
 
+# The events that route a clarification to a candidate: its current routing attempt is
+# the one its latest such event is about (a re-ask's new job starts again at 0).
+ROUTING_EVENTS = ("delivered", "digested", "delegated", "skipped")
+
+
 def waiting_on_away_q() -> Q:
-    """Open questions waiting on someone away today (issue 32): not closed, and routed to
-    (`delivered`), around (`skipped`: PERSON_AWAY, or their delegate's gate) or through
-    a delegate for (`delegated`) a person whose away runs through today or later."""
-    away = [
-        str(pk)
-        for pk in Person.objects.filter(away_until__gte=timezone.now().date()).values_list(
-            "pk", flat=True
+    """Open questions waiting on someone away today (issue 32): not closed, and whose
+    current routing attempt — their latest routing event (`ROUTING_EVENTS`, in the
+    chain's order) — skipped its candidate `PERSON_AWAY`, that candidate a person of the
+    clarification's own tenant whose away runs through today or later. One that moved
+    on to someone else (asked, or skipped for another reason) no longer waits on them."""
+    away = {
+        (tenant, str(pk))
+        for tenant, pk in Person.objects.filter(away_until__gte=timezone.now().date()).values_list(
+            "tenant_id", "pk"
         )
-    ]
+    }
     if not away:
         return Q(pk__in=[])
-    routed = AuditEvent.objects.filter(
-        type__in=("delivered", "delegated", "skipped"), detail__candidate__in=away
-    ).values("clarification_id")
-    return Q(pk__in=routed) & ~Q(state__in=CLOSED_STATES)
+    skips = AuditEvent.objects.filter(
+        type="skipped",
+        detail__reason=str(SkipReason.PERSON_AWAY),
+        detail__candidate__in=sorted({pk for _, pk in away}),
+        tenant_id__in={tenant for tenant, _ in away},
+    ).exclude(clarification__state__in=CLOSED_STATES)
+    candidates = {
+        (clar, tenant)
+        for clar, tenant, candidate in skips.values_list(
+            "clarification_id", "tenant_id", "detail__candidate"
+        )
+        if (tenant, candidate) in away
+    }
+    latest: dict[Any, tuple[str, dict[str, Any]]] = {}
+    routing = AuditEvent.objects.filter(
+        clarification_id__in={clar for clar, _ in candidates}, type__in=ROUTING_EVENTS
+    ).order_by(F("seq").asc(nulls_first=True), "at", "id")
+    for clar, type_, detail in routing.values_list("clarification_id", "type", "detail"):
+        latest[clar] = (type_, detail if isinstance(detail, dict) else {})
+    waiting = [
+        clar
+        for clar, tenant in candidates
+        if clar in latest
+        and latest[clar][0] == "skipped"
+        and latest[clar][1].get("reason") == SkipReason.PERSON_AWAY
+        and (tenant, latest[clar][1].get("candidate")) in away
+    ]
+    return Q(pk__in=waiting) & ~Q(state__in=CLOSED_STATES)
 
 
 def needs_steward_attention(clarification: Clarification) -> bool:

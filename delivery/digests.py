@@ -8,8 +8,13 @@ to the next candidate at once instead of waiting out the escalation window. On c
 channels each remaining card passes the delivery gate; a blocked one becomes the teaser
 and a `restricted_content_blocked` event.
 
-Locks: a person's clarifications first, then their deliveries — the order of the answer
-(which locks the clarification, then closes its cards' nonces) and of the worker."""
+Each card a digest lists gets its one reminder job (`reminders.reminders_enqueue`) in the
+transaction that marks it sent; its reminder re-sends that card alone, on the digest's
+channel with the same nonce.
+
+Locks: a person's clarifications first, then their deliveries, the reminder jobs, and the
+audit chain head last — the order of the answer (which locks the clarification, then
+closes its cards' nonces) and of the worker."""
 
 from datetime import timedelta
 from typing import Any
@@ -27,6 +32,7 @@ from .cards import Card, build_card, card_of_row
 from .channels import DeliveryError, route_for
 from .gate import floor_check
 from .models import Delivery, DeliveryKind, DeliveryStatus, NonceState
+from .reminders import reminders_enqueue
 from .restriction import excerpt_for_chat, gated_card, restricted_content_blocked
 from .revocation import deliveries_drop
 
@@ -131,7 +137,19 @@ def _flush(mine: Any, now: Any) -> int:
     except DeliveryError:
         return 0
     Delivery.objects.filter(pk__in=[d.pk for d in open_items]).update(
-        status=DeliveryStatus.SENT, sent_at=now, message_ref=ref[:500]
+        status=DeliveryStatus.SENT, sent_at=now, message_ref=ref[:500], channel=route.channel.name
+    )
+    for d in open_items:
+        d.status, d.sent_at, d.message_ref, d.channel = (
+            DeliveryStatus.SENT,
+            now,
+            ref[:500],
+            route.channel.name,
+        )
+    # Each card listed gets its one reminder, like a card sent alone: the card itself
+    # again, on the digest's channel with its nonce (`worker._remind`).
+    reminders_enqueue(
+        open_items, {person.tenant_id: policy_for(person.tenant).reminder_after_hours}
     )
     _mark_sent(items, now)
     for d in open_items:

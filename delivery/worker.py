@@ -61,15 +61,12 @@ from clarify.services import audit_event_append, audit_events_append
 from common.codes import JobReason, SkipReason
 from common.observability import request_id_var
 from common.times import now_us
-from jobs.models import Job
 from jobs.services import (
-    JobSpec,
     Lease,
     LeaseLost,
     job_advance,
     job_complete,
     job_fail,
-    jobs_enqueue,
     lease_attempt_add,
     lease_renew,
     leases_lock,
@@ -106,6 +103,7 @@ from .plan import (
     reminder_plan,
     steward_messages,
 )
+from .reminders import REMINDER_KIND, reminders_enqueue
 from .restriction import (
     excerpt_for_chat,
     gated_card,
@@ -117,7 +115,6 @@ from .sql import sent_rows_write
 
 log = logging.getLogger(__name__)
 
-REMINDER_KIND = "delivery:reminder"
 # A steward escalation that failed on every reachable steward is retried after the
 # kind's backoff (one escalation window) this many times before the job dies.
 ESCALATION_RETRIES = 3
@@ -647,12 +644,7 @@ def _deliver(round_: Round, items: list[Leased]) -> list[Leased]:
     for item in items:
         with _request_of(item.lease), _failing_its_job(item):
             messages += _messages(item, names, restricted)
-    notify = _outcomes(items, messages, _send_all(messages))
-    try:
-        _reminders_enqueue(round_, [m.row for m in messages if m.card is not None])
-    except Exception:  # the cards went out: a reminder less, never a round failed
-        log.exception("the reminders of a round of %d sends were not enqueued", len(messages))
-    return notify
+    return _outcomes(items, messages, _send_all(messages), round_.reminders)
 
 
 def _messages(item: Leased, names: dict[Any, str], restricted: dict[Any, bool]) -> list[Message]:
@@ -776,12 +768,15 @@ def _send_with_retries(send: Callable[[], Any]) -> str:
 
 
 def _outcomes(
-    items: list[Leased], messages: list[Message], outcomes: list[str | Exception]
+    items: list[Leased],
+    messages: list[Message],
+    outcomes: list[str | Exception],
+    reminders: dict[Any, float | None],
 ) -> list[Leased]:
     """Each send's outcome in lease order (`_outcome`), the escalations' and notices'
-    events naming the stewards reached; then the sent rows and the events in one
-    statement each, and each escalation's verdict on its job. Returns the high-severity
-    cards sent."""
+    events naming the stewards reached; then, in one transaction, the sent rows, their
+    reminder jobs (`reminders`: hours by tenant) and the events; and each escalation's
+    verdict on its job. Returns the high-severity cards sent."""
     sent: list[Delivery] = []
     events: list[tuple[str, AuditEvent]] = []
     notify: list[Leased] = []
@@ -799,7 +794,7 @@ def _outcomes(
         if item.plan.step in (Step.ESCALATE, Step.NOTIFY) and not item.lost:
             events.append((item.lease.job.request_id, _stewards_event(item)))
     try:
-        _write_outcomes(sent, events)
+        _write_outcomes(sent, events, reminders)
     except Exception as exc:  # as a handler raising after its sends
         log.exception("the outcomes of %d sends were not written", len(sent))
         for item in {id(m.item): m.item for m in messages if m.row in sent}.values():
@@ -926,13 +921,25 @@ def _escalation_failures(item: Leased) -> int:
     ).count()
 
 
-def _write_outcomes(sent: list[Delivery], events: list[tuple[str, AuditEvent]]) -> None:
-    """The sent rows (`delivery.sql.sent_rows_write`); the events in one INSERT, the
-    audit log line of each under the id of its job's request."""
-    if sent:
-        sent_rows_write(sent)
-    if events:
-        audit_events_append([e for _, e in events], request_ids=[r for r, _ in events])
+def _write_outcomes(
+    sent: list[Delivery], events: list[tuple[str, AuditEvent]], reminders: dict[Any, float | None]
+) -> None:
+    """In one transaction: the clarifications locked in id order, the sent rows
+    (`delivery.sql.sent_rows_write`), the cards' reminder jobs
+    (`reminders.reminders_enqueue`), then the events in one INSERT (the chain head, the
+    last lock), the audit log line of each under the id of its job's request. A sent
+    card is never recorded without its reminder job, nor a job without its card. Nested
+    in a caller's transaction it is a savepoint: a failure here (`_outcomes` fails the
+    jobs) leaves the caller's transaction usable."""
+    with transaction.atomic():
+        held = {r.clarification_id for r in sent} | {e.clarification_id for _, e in events}
+        locked = Clarification.objects.select_for_update(no_key=True).filter(pk__in=held - {None})
+        list(locked.order_by("pk").values_list("pk", flat=True))
+        if sent:
+            sent_rows_write(sent)
+            reminders_enqueue(sent, reminders)
+        if events:
+            audit_events_append([e for _, e in events], request_ids=[r for r, _ in events])
 
 
 def delivery_failed(
@@ -1082,39 +1089,6 @@ class Reminder:
     row: Delivery | None
     route: Route | None = None
     plan: Plan = field(default_factory=lambda: Plan(Step.LOST))
-
-
-def _reminders_enqueue(round_: Round, rows: list[Delivery]) -> None:
-    """One reminder job per question card sent (never a second one for a card, e.g. on
-    a re-send), due the tenant's reminder delay after the send; none when it is off."""
-    due = [r for r in rows if r.sent_at is not None and round_.reminders.get(r.tenant_id)]
-    if not due:
-        return
-    known = set(
-        Job.objects.filter(kind=REMINDER_KIND, subject__in=[str(r.pk) for r in due]).values_list(
-            "subject", flat=True
-        )
-    )
-    by_tenant: dict[Any, list[JobSpec]] = defaultdict(list)
-    tenants = {}
-    for row in due:
-        if str(row.pk) in known:
-            continue
-        hours = round_.reminders[row.tenant_id]
-        assert hours is not None and row.sent_at is not None
-        tenants[row.tenant_id] = row.clarification.tenant
-        payload = {"v": 1, "delivery": str(row.pk), "clarificationId": str(row.clarification_id)}
-        by_tenant[row.tenant_id].append(
-            JobSpec(
-                REMINDER_KIND,
-                payload,
-                max_attempts=1,
-                subject=str(row.pk),
-                run_after=row.sent_at + timedelta(hours=hours),
-            )
-        )
-    for tenant_id, specs in by_tenant.items():
-        jobs_enqueue(tenant=tenants[tenant_id], specs=specs)
 
 
 def _remind(leases: list[Lease]) -> None:

@@ -46,7 +46,9 @@ def _person(request: HttpRequest) -> Person | None:
 
 
 def open_cards(person: Person) -> list[dict[str, Any]]:
-    """Every open question addressed to the person, whatever channel carried it."""
+    """Every open question addressed to the person, whatever channel carried it, newest
+    first — those reminded (their card's `reminded_at`, issue 32) before the others,
+    marked `reminded` (the page's "Reminder" badge)."""
     deliveries = (
         Delivery.objects.filter(
             person=person, kind=DeliveryKind.QUESTION, nonce_state=NonceState.ACTIVE
@@ -69,8 +71,10 @@ def open_cards(person: Person) -> list[dict[str, Any]]:
                     build_card(d.clarification, d.nonce, excerpt_for_chat(d.clarification)), d
                 ),
                 "delivery": d,
+                "reminded": d.reminded_at is not None,
             }
         )
+    cards.sort(key=lambda item: not item["reminded"])  # stable: newest first in each group
     return cards
 
 

@@ -127,9 +127,40 @@ def test_no_chains_and_never_a_delegate_who_may_not_read(submit, channel, people
     asked = {a for a, _ in channel.cards}
     assert f"fake:{sam.pk}" not in asked and f"fake:{olga.pk}" not in asked
     assert not Delivery.objects.filter(person__in=[sam, olga]).exists()
-    # The steward queue filters both: they were routed around someone away today.
-    waiting = set(Clarification.objects.filter(waiting_on_away_q()).values_list("pk", flat=True))
-    assert waiting == {first.pk, second.pk}
+    # Neither waits on alice: the first moved on to bob, the second skipped her for
+    # her delegate's read floor (see the filter's own test below).
+    assert not waiting()
+
+
+def waiting() -> set:
+    return set(Clarification.objects.filter(waiting_on_away_q()).values_list("pk", flat=True))
+
+
+def test_the_away_filter_keeps_only_a_current_attempt_skipped_away(submit, channel, people, globex):
+    """The steward queue's "waiting on someone away": the question whose latest routing
+    attempt skipped an away person (PERSON_AWAY) of its own tenant — not one that moved
+    on to someone else, nor one skipped for another reason, nor once the person is back
+    or the skip names no person of the question's tenant."""
+    alice, olga = people["alice"], people["olga"]
+    away(alice)
+    stuck = submit(external_id="away/only-alice.docx", links=[("AUTHORED_BY", "alice")])
+    moved_on = submit(external_id="away/moved-on.docx")  # alice skipped, bob asked
+    run_worker()
+    assert [e.detail["reason"] for e in events(moved_on, "skipped")] == ["PERSON_AWAY"]
+    assert events(moved_on, "delivered")
+    assert waiting() == {stuck.pk}
+    away(alice, delegate=olga)  # olga may not read: alice skipped NO_READ_PERMISSION
+    other = submit(external_id="away/other-reason.docx", links=[("AUTHORED_BY", "alice")])
+    run_worker()
+    assert [e.detail["reason"] for e in events(other, "skipped")] == ["NO_READ_PERMISSION"]
+    assert waiting() == {stuck.pk}
+    # A person of another tenant: the skip's candidate must be of the question's own.
+    Person.objects.filter(pk=alice.pk).update(tenant=globex.tenant)
+    assert waiting() == set()
+    Person.objects.filter(pk=alice.pk).update(tenant=stuck.tenant)
+    assert waiting() == {stuck.pk}
+    Person.objects.filter(pk=alice.pk).update(away_until=None)  # back
+    assert waiting() == set()
 
 
 def test_people_away_and_back_on_the_command_line(run, people):
@@ -206,8 +237,13 @@ def test_a_steward_sets_it_in_the_admin_and_the_decide_page_shows_the_delegation
     run_worker()
     page = client.get(f"/admin/clarify/clarification/{clar.pk}/change/").content.decode()
     assert "delegate Vera Viewer" in page and "on behalf of Alice Author" in page
+    # The filter: a delegated question waits on the delegate (here), not on alice; one
+    # whose only candidate was skipped away does.
+    away(alice)
+    stuck = submit(external_id="away/admin-stuck.docx", links=[("AUTHORED_BY", "alice")])
+    run_worker()
     listed = client.get("/admin/clarify/clarification/?away=yes").content.decode()
-    assert str(clar.pk) in listed
+    assert str(stuck.pk) in listed and str(clar.pk) not in listed
 
 
 def test_person_away_is_among_the_escalation_s_skip_reasons(submit, channel, people):

@@ -5,12 +5,14 @@ daily cap; the escalation window unchanged; a reminderAfterHours at or above the
 refused with nothing written."""
 
 import json
+import re
 from datetime import timedelta
 from unittest import mock
 
 import pytest
 from django.core.management import call_command
 from django.core.management.base import SystemCheckError
+from django.test import Client
 from django.utils import timezone
 
 from clarify.admin import ClarifyPolicyForm
@@ -21,7 +23,7 @@ from clarify.stewardship import clarify_policy_update
 from common.errors import InvalidInput
 from delivery.actions import card_action_process
 from delivery.models import Delivery
-from delivery.worker import REMINDER_KIND
+from delivery.reminders import REMINDER_KIND
 from jobs.models import Job, JobStatus
 from jobs.services import JobSpec, jobs_enqueue
 from jobs.tasks import work
@@ -162,3 +164,77 @@ def test_over_slack_the_reminder_and_a_delegate_s_card_are_real_messages(
     delegated = slack_stub.of("chat.postMessage")[-1]
     assert delegated.body["channel"] == "U0BOB"
     assert "on behalf of Alice Author" in json.dumps(delegated.body["blocks"])
+
+
+def test_a_card_sent_in_a_digest_gets_its_reminder_too(
+    reminding, clarify_settings, submit, channel
+):
+    """A digest's cards each get their one reminder job when the digest goes out: the
+    card itself again, alone, on the digest's channel with its nonce."""
+    from delivery.digests import digests_flush
+
+    clarify_settings(DIGEST_THRESHOLD=1)
+    submit(external_id="remind/alone.docx")
+    run_worker()
+    listed = [submit(external_id=f"remind/listed-{i}.docx") for i in range(2)]
+    run_worker()
+    rows = [deliveries(q)[0] for q in listed]
+    assert not Job.objects.filter(kind=REMINDER_KIND, subject__in=[str(r.pk) for r in rows])
+    assert digests_flush(now=timezone.now() + timedelta(minutes=31)) == 1
+    [(_, digest)] = channel.digests
+    jobs = Job.objects.filter(kind=REMINDER_KIND, subject__in=[str(r.pk) for r in rows])
+    assert jobs.count() == 2
+    assert reminders_due() == 3  # the card sent alone, and the two listed
+    again = {card.nonce: card for _, card in channel.cards[1:]}
+    for row, listed_card in zip(rows, digest, strict=True):
+        assert again[row.nonce].question == f"Reminder: {listed_card.question}"
+    for q in listed:
+        [reminded] = events(q, "reminded")
+        assert reminded.detail["channel"] == "fake"
+
+
+def test_a_card_is_never_recorded_sent_without_its_reminder_job(
+    reminding, submit, channel, monkeypatch
+):
+    """The reminder job is written in the transaction of the sent row and its
+    `delivered` event: every card recorded sent has one; when the job cannot be
+    written, neither is the send (the round's job failed, as after any bug)."""
+    import delivery.reminders
+
+    done = [submit(external_id=f"remind/sent-{i}.docx") for i in range(2)]
+    run_worker()
+    sent = Delivery.objects.filter(clarification__in=done, sent_at__isnull=False)
+    assert sent.count() == 2
+    subjects = set(Job.objects.filter(kind=REMINDER_KIND).values_list("subject", flat=True))
+    assert {str(r.pk) for r in sent} == subjects
+
+    def refused(**kwargs):
+        raise RuntimeError("the job table refused the insert")
+
+    monkeypatch.setattr(delivery.reminders, "jobs_enqueue", refused)
+    lost = submit(external_id="remind/lost.docx")
+    run_worker()
+    [row] = deliveries(lost)
+    assert row.sent_at is None and not events(lost, "delivered")
+    assert Job.objects.filter(kind=REMINDER_KIND).count() == 2
+    assert job_of(lost).status != JobStatus.DONE
+
+
+@pytest.mark.usefixtures("inbox_only")
+def test_the_inbox_marks_a_reminded_card_and_lists_it_first(reminding, submit, with_passwords):
+    alice = with_passwords["alice"]
+    older = submit(external_id="remind/inbox-older.docx", name="Older term")
+    run_worker()
+    assert reminders_due() == 1
+    newer = submit(external_id="remind/inbox-newer.docx", name="Newer term")
+    run_worker()
+    [reminded] = events(older, "reminded")
+    assert reminded.detail["channel"] == "inbox"
+    client = Client()
+    client.force_login(alice.user)
+    page = client.get("/inbox/").content.decode()
+    found = re.findall(r'<section class="card( reminded)?" data-clarification="([^"]+)">', page)
+    assert found == [(" reminded", str(older.pk)), ("", str(newer.pk))]
+    first, second = page.split("<section", 2)[1:]
+    assert '<span class="badge reminder">Reminder</span>' in first and "Older term" in first
+    assert "Reminder" not in second and "Newer term" in second
