@@ -42,6 +42,8 @@ class JobReason(StrEnum):
     WORKER_ERROR = "WORKER_ERROR"  # its handler raised; retried
     ATTEMPTS_EXHAUSTED = "ATTEMPTS_EXHAUSTED"  # skipped past its last attempt
     CLARIFICATION_MISSING = "CLARIFICATION_MISSING"  # a routing job naming no clarification
+    DOCUMENT_MISSING = "DOCUMENT_MISSING"  # an ingest job naming no document of its tenant
+    INGEST_FAILED = "INGEST_FAILED"  # the document was read but could not be ingested
     ESCALATION_RETRY = "ESCALATION_RETRY"  # the escalation reached no steward; tried again
 
 
@@ -58,6 +60,10 @@ class TapRefusal(StrEnum):
     REPLAYED_ACTION = "REPLAYED_ACTION"
     UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
     INVALID_CUSTOM_ANSWER = "INVALID_CUSTOM_ANSWER"
+    # A tap whose action payload could not be read (Slack: no value, an unknown action).
+    MALFORMED_ACTION = "MALFORMED_ACTION"
+    # The answer came after the clarification had been answered: the "moved on" reply.
+    CLARIFY_ALREADY_ANSWERED = "CLARIFY_ALREADY_ANSWERED"
 
 
 class HookError(StrEnum):
@@ -90,3 +96,19 @@ class WebhookReason(StrEnum):
     WEBHOOK_REJECTED = "WEBHOOK_REJECTED"  # answered, but not 2xx
     WAITING_FOR_EARLIER = "WAITING_FOR_EARLIER"  # an earlier message of its stream is unsent
     ENDPOINT_REMOVED = "ENDPOINT_REMOVED"  # the endpoint was removed: nothing to send
+
+
+class GateReason(StrEnum):
+    """Why the outbound gate (`delivery.provenance.gate_outbound`) held a body back and sent
+    the static teaser instead."""
+
+    UNPARSEABLE_PROVENANCE = "UNPARSEABLE_PROVENANCE"
+    RESTRICTED_PROVENANCE = "RESTRICTED_PROVENANCE"
+    VERBATIM_RESTRICTED_EXCERPT = "VERBATIM_RESTRICTED_EXCERPT"
+
+
+class AwayError(StrEnum):
+    """Why a person may not be marked away (`tenancy.services.away_errors`, CONTRACT §3.10)."""
+
+    AWAY_UNTIL_INVALID = "AWAY_UNTIL_INVALID"  # not a date, or a day already past
+    DELEGATE_INVALID = "DELEGATE_INVALID"  # themselves, another tenant's, erased or gone
