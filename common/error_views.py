@@ -8,6 +8,7 @@ a `SuspiciousOperation` raised outside DRF, an exception DRF re-raises. On `/v1/
 sign-in) keep Django's HTML pages.
 """
 
+from common.codes import ErrorCode
 from typing import Any
 
 from django.conf import settings
@@ -40,22 +41,22 @@ def contract_error(
 
 
 def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = contract_error(request, 400, "MALFORMED_REQUEST", "The request was not understood.")
+    response = contract_error(request, 400, ErrorCode.MALFORMED_REQUEST, "The request was not understood.")
     return response or defaults.bad_request(request, exception)
 
 
 def permission_denied(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = contract_error(request, 403, "PERMISSION_DENIED", "This request is not allowed.")
+    response = contract_error(request, 403, ErrorCode.PERMISSION_DENIED, "This request is not allowed.")
     return response or defaults.permission_denied(request, exception)
 
 
 def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = contract_error(request, 404, "NOT_FOUND", "No such resource.")
+    response = contract_error(request, 404, ErrorCode.NOT_FOUND, "No such resource.")
     return response or defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    response = contract_error(request, 500, "INTERNAL_ERROR", "An unexpected error occurred.")
+    response = contract_error(request, 500, ErrorCode.INTERNAL_ERROR, "An unexpected error occurred.")
     return response or defaults.server_error(request)
 
 

@@ -27,6 +27,7 @@ bodies are checked by the API's parser (common.parsers); hook bodies are left al
 until their signature is verified.
 """
 
+from common.codes import ErrorCode
 from collections.abc import Callable
 
 from django.conf import settings
@@ -52,7 +53,7 @@ def body_limit_for(path: str) -> int:
 
 
 def payload_too_large(detail: str) -> JsonResponse:
-    return JsonResponse({"code": "PAYLOAD_TOO_LARGE", "detail": detail}, status=413)
+    return JsonResponse({"code": ErrorCode.PAYLOAD_TOO_LARGE, "detail": detail}, status=413)
 
 
 def declared_length(request: HttpRequest) -> int:
@@ -100,5 +101,5 @@ class NulCharacterMiddleware:
 
     @staticmethod
     def refuse(request: HttpRequest, api: bool, detail: str) -> HttpResponse:
-        response = contract_error(request, 400, "MALFORMED_REQUEST", detail)
+        response = contract_error(request, 400, ErrorCode.MALFORMED_REQUEST, detail)
         return response or defaults.bad_request(request, SuspiciousOperation(detail))

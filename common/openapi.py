@@ -19,7 +19,7 @@ ERROR_SCHEMA: dict[str, Any] = {
     "description": "Every error: a contract error code and a human-readable detail.",
     "required": ["code", "detail"],
     "properties": {
-        "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$", "example": "NOT_FOUND"},
+        "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$", "example": ErrorCode.NOT_FOUND.value},
         "detail": {"type": "string"},
         "errors": {
             "type": "array",

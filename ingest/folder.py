@@ -19,6 +19,7 @@ would (nothing opened, its clarifications deduplicated)."""
 import hashlib
 import json
 import os
+from common.codes import JobReason
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -261,4 +262,4 @@ def _rescanned(file: FileInput, summary: dict[str, Any]) -> IngestOutcome:
 def _error_text(exc: Exception | None) -> str:
     if isinstance(exc, DomainError):
         return f"{exc.code}: {exc.detail}"
-    return f"INGEST_FAILED: {type(exc).__name__}: {exc}"
+    return f"{JobReason.INGEST_FAILED}: {type(exc).__name__}: {exc}"

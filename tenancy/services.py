@@ -15,7 +15,7 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
-from common.codes import AwayError
+from common.codes import AwayError, ErrorCode
 from common.errors import DomainError, InvalidInput, NotFound
 
 from .models import (
@@ -40,7 +40,7 @@ _FIRST_NAME_MAX_LENGTH = 150
 
 
 class WorkspaceInvalid(InvalidInput):
-    code = "WORKSPACE_INVALID"
+    code = ErrorCode.WORKSPACE_INVALID
     default_detail = "The workspace file is invalid; nothing was loaded."
 
 
@@ -191,7 +191,7 @@ def _upn_of(person: Person) -> str | None:
 class IdentityClash(InvalidInput):
     """A sign-in name or alias already belongs to someone else."""
 
-    code = "IDENTITY_CLASH"
+    code = ErrorCode.IDENTITY_CLASH
 
 
 def tenant_group_ensure(*, tenant: Tenant, name: str) -> TenantGroup:

@@ -110,6 +110,10 @@ class Submission:
         self.edges += [{"type": edge, "from": fact, "to": ref} for fact in of]
         return ref
 
+    def edge(self, edge: str, source: int, target: int) -> None:
+        """An edge `edge` from node `source` to node `target` (e.g. a PERSON → a fact)."""
+        self.edges.append({"type": edge, "from": source, "to": target})
+
     def ambiguity(
         self,
         node: int = 0,

@@ -2,6 +2,7 @@
 (CONTRACT §2): the tenant's OpenID provider, found by discovery from the issuer."""
 
 import json
+from common.codes import ErrorCode
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -33,7 +34,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
         if tenant is None:
-            raise CommandError(f"NOT_FOUND: no tenant {opts['tenant']!r}", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
         try:
             provider = sso_configure(
                 tenant=tenant,

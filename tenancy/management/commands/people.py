@@ -4,6 +4,7 @@ delegate asked in their place (skip reason PERSON_AWAY); back again. Exit codes:
 2 bad usage (e.g. a date that is not YYYY-MM-DD)."""
 
 import json
+from common.codes import ErrorCode
 from datetime import date
 from typing import Any
 
@@ -27,7 +28,7 @@ def _person(tenant: Tenant, email: str, what: str = "person") -> Person:
         tenant=tenant, email=email.strip().lower(), erased_at__isnull=True
     ).first()
     if person is None:
-        raise CommandError(f"NOT_FOUND: no {what} {email!r} in {tenant.slug}", returncode=1)
+        raise CommandError(f"{ErrorCode.NOT_FOUND}: no {what} {email!r} in {tenant.slug}", returncode=1)
     return person
 
 
@@ -50,7 +51,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
         if tenant is None:
-            raise CommandError(f"NOT_FOUND: no tenant {opts['tenant']!r}", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
         if opts["action"] == "away":
             until = _day(opts["until"])
             person = _person(tenant, opts["email"])
