@@ -13,6 +13,7 @@ from tests.factories import fact_payload, submission_payload
 from tests.jobs.conftest import DEFAULT_LINKS
 from tests.jobs.conftest import submission as jobs_submission
 from tests.steward.conftest import build_submission as steward_submission
+from tests.clarify.conftest import build_submission as clarify_submission
 from tests.submissions import OMIT, Submission
 from tests.test_production import submission as production_submission
 
@@ -64,6 +65,9 @@ HELPERS: dict[str, Any] = {
         external_id="facts/a.docx", name="A fact"
     ),
     "steward.build_submission": steward_submission,
+    "clarify.build_submission": lambda: clarify_submission(
+        links=[("AUTHORED_BY", "alice"), ("REVIEWED_BY", "bob", "in")]
+    ),
     "production.submission": lambda: production_submission("prod-1"),
     "bench.submission_data": lambda: submission_data(external_id="b-1", facts=3, ambiguous=True),
 }
@@ -79,3 +83,11 @@ def test_every_helper_builds_a_submission_the_api_accepts(helper):
 
         shape = SubmissionInSerializer(data=body)
         assert shape.is_valid(), shape.errors
+
+
+def test_an_edge_may_run_from_a_person_to_a_fact() -> None:
+    sub = Submission("notes/1.txt", "Notes written by Dana.")
+    fact = sub.fact("notes-1", name="Notes")
+    dana = sub.person("dana@acme.test", of=())
+    sub.edge("REVIEWED_BY", dana, fact)
+    assert sub.payload()["edges"] == [{"type": "REVIEWED_BY", "from": 1, "to": 0}]
