@@ -2,7 +2,7 @@
 
 from typing import Any
 
-from common.codes import SkipReason, ErrorCode
+from common.codes import ErrorCode, SkipReason
 from common.errors import Conflict, DomainError, NotFound, PermissionDeniedError
 
 

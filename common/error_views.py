@@ -8,7 +8,6 @@ a `SuspiciousOperation` raised outside DRF, an exception DRF re-raises. On `/v1/
 sign-in) keep Django's HTML pages.
 """
 
-from common.codes import ErrorCode
 from typing import Any
 
 from django.conf import settings
@@ -16,6 +15,8 @@ from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect
 from django.urls import Resolver404, resolve
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
+
+from common.codes import ErrorCode
 
 JSON_PREFIXES = ("/v1/", "/hooks/")
 # SCIM's own error body (RFC 7644 §3.12) on /scim/ (CONTRACT §3.7).
@@ -41,12 +42,16 @@ def contract_error(
 
 
 def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = contract_error(request, 400, ErrorCode.MALFORMED_REQUEST, "The request was not understood.")
+    response = contract_error(
+        request, 400, ErrorCode.MALFORMED_REQUEST, "The request was not understood."
+    )
     return response or defaults.bad_request(request, exception)
 
 
 def permission_denied(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = contract_error(request, 403, ErrorCode.PERMISSION_DENIED, "This request is not allowed.")
+    response = contract_error(
+        request, 403, ErrorCode.PERMISSION_DENIED, "This request is not allowed."
+    )
     return response or defaults.permission_denied(request, exception)
 
 
@@ -56,7 +61,9 @@ def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    response = contract_error(request, 500, ErrorCode.INTERNAL_ERROR, "An unexpected error occurred.")
+    response = contract_error(
+        request, 500, ErrorCode.INTERNAL_ERROR, "An unexpected error occurred."
+    )
     return response or defaults.server_error(request)
 
 

@@ -3,7 +3,6 @@
 Every error body has the shape `{"code": "UPPER_SNAKE", "detail": "human text", ...}`.
 """
 
-from common.codes import ErrorCode
 from typing import Any
 
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
@@ -11,6 +10,8 @@ from django.http import Http404
 from rest_framework import exceptions as drf_exceptions
 from rest_framework import status
 from rest_framework.response import Response
+
+from common.codes import ErrorCode
 
 
 class DomainError(Exception):

@@ -27,7 +27,6 @@ bodies are checked by the API's parser (common.parsers); hook bodies are left al
 until their signature is verified.
 """
 
-from common.codes import ErrorCode
 from collections.abc import Callable
 
 from django.conf import settings
@@ -39,6 +38,8 @@ from django.core.exceptions import (
 )
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
+
+from common.codes import ErrorCode
 
 from .error_views import contract_error
 

@@ -132,7 +132,9 @@ def fts_ids(match: str) -> RawSQL:
     return RawSQL(f"SELECT rowid FROM {FTS} WHERE {FTS} MATCH %s", [match])
 
 
-def fts_ranked(match: str, inner: str, params: Sequence[Any], limit: int) -> list[tuple[Any, float]]:
+def fts_ranked(
+    match: str, inner: str, params: Sequence[Any], limit: int
+) -> list[tuple[Any, float]]:
     """On SQLite, up to `limit` (id, score) of the versions of the subquery `inner` (with
     `params`) matching the FTS5 query `match`, best first (bm25, then node), the score
     positive: higher is better."""

@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from clarify.services import audit_event_append
-from common.codes import SkipReason, ErrorCode
+from common.codes import ErrorCode, SkipReason
 from common.errors import Conflict, InvalidInput
 from delivery.revocation import person_cards_withdraw
 from tenancy.models import AliasKind, Person, PersonAlias, Rights, Tenant, TenantGroup

@@ -19,7 +19,6 @@ would (nothing opened, its clarifications deduplicated)."""
 import hashlib
 import json
 import os
-from common.codes import JobReason
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -29,6 +28,7 @@ from typing import Any
 
 from django.db.models import OuterRef, Subquery
 
+from common.codes import JobReason
 from common.errors import DomainError
 from graph.models import SourceVersion
 from tenancy.models import Tenant

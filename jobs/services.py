@@ -22,7 +22,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from common.codes import ATTEMPT_SKIPS, JobReason, ErrorCode
+from common.codes import ATTEMPT_SKIPS, ErrorCode, JobReason
 from common.errors import Conflict, InvalidInput, PermissionDeniedError
 from common.observability import current_request_id
 from tenancy.models import Tenant

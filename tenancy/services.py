@@ -390,7 +390,8 @@ def away_errors(*, person: Person, until: date, delegate: Person | None) -> Away
         or delegate.deactivated_at is not None
     ):
         return AwayRefused(
-            AwayError.DELEGATE_INVALID, "The delegate must be an active person of the same workspace."
+            AwayError.DELEGATE_INVALID,
+            "The delegate must be an active person of the same workspace.",
         )
     return None
 

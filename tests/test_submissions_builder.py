@@ -7,13 +7,13 @@ from typing import Any
 import pytest
 
 from bench._support import submission_data, submission_shape_check
+from tests.clarify.conftest import build_submission as clarify_submission
 from tests.delivery.conftest import build_submission as delivery_submission
 from tests.delivery.conftest_ask import source_derived_submission
 from tests.factories import fact_payload, submission_payload
 from tests.jobs.conftest import DEFAULT_LINKS
 from tests.jobs.conftest import submission as jobs_submission
 from tests.steward.conftest import build_submission as steward_submission
-from tests.clarify.conftest import build_submission as clarify_submission
 from tests.submissions import OMIT, Submission
 from tests.test_production import submission as production_submission
 

@@ -83,7 +83,9 @@ def _day(text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError as exc:
-        raise AwayRefused(AwayError.AWAY_UNTIL_INVALID, "Give the last day away as a date.") from exc
+        raise AwayRefused(
+            AwayError.AWAY_UNTIL_INVALID, "Give the last day away as a date."
+        ) from exc
 
 
 def _delegate(person: Person, pk: str) -> Person | None:

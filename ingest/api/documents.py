@@ -1,6 +1,5 @@
 """`POST /v1/documents` (CONTRACT §3.1b): upload a file for the detection worker."""
 
-from common.codes import ErrorCode
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -10,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.codes import ErrorCode
 from common.errors import DomainError, InvalidInput
 from graph.services import acl_principal_valid
 from ingest.detection.build import MAX_FILE_BYTES

@@ -1,12 +1,13 @@
 """What a reader returns, and how it refuses."""
 
-from common.codes import ErrorCode
 import shutil
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time
 from email.utils import parsedate_to_datetime
 from typing import Any
+
+from common.codes import ErrorCode
 
 OCR_AVAILABLE = shutil.which("tesseract") is not None
 

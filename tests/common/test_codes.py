@@ -10,9 +10,20 @@ from pathlib import Path
 from common import codes
 
 ROOT = Path(__file__).resolve().parents[2]
-PACKAGES = (
-    "telha common tenancy graph jobs ingest clarify delivery identity privacy demo events"
-).split()
+PACKAGES = [
+    "telha",
+    "common",
+    "tenancy",
+    "graph",
+    "jobs",
+    "ingest",
+    "clarify",
+    "delivery",
+    "identity",
+    "privacy",
+    "demo",
+    "events",
+]
 # Files another branch is changing (issue 31's events work): converted once it is merged.
 PENDING = frozenset({Path("events/management/commands/webhooks.py")})
 CODES = frozenset(
@@ -28,9 +39,9 @@ def _docstrings(tree: ast.AST) -> set[int]:
     found = set()
     for node in ast.walk(tree):
         body = getattr(node, "body", None)
-        if isinstance(body, list) and body and isinstance(body[0], ast.Expr):
-            if isinstance(body[0].value, ast.Constant):
-                found.add(id(body[0].value))
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+            found.add(id(first.value))
     return found
 
 

@@ -201,9 +201,7 @@ def test_admin_tenant_isolation_of_every_page(acme_objects, globex, steward_clie
         confidence=OMIT,
         span=OMIT,
     )
-    resp = globex.ingest_client.post(
-        "/v1/submissions", sub.payload(omit_empty=True), format="json"
-    )
+    resp = globex.ingest_client.post("/v1/submissions", sub.payload(omit_empty=True), format="json")
     assert resp.status_code == 201, resp.content
 
     for model in scoped:

@@ -6,7 +6,6 @@ recorded with channel "cli"; the responder answers with their own rights.
 
 import json
 import uuid
-from common.codes import ErrorCode
 from collections.abc import Callable, Iterator
 from itertools import islice
 from typing import Any
@@ -22,6 +21,7 @@ from clarify.reports import clarification_detail, clarification_row, target_name
 from clarify.selectors import needs_steward_attention_q, waiting_on_away_q
 from clarify.services import clarification_answer
 from clarify.stewardship import clarification_override, erase_person_attribution
+from common.codes import ErrorCode
 from common.errors import DomainError
 from common.times import TimeParseError, iso, parse_us
 from tenancy.models import Person, Rights, Tenant
@@ -57,7 +57,9 @@ def _clarification(raw: str) -> Clarification:
     try:
         return Clarification.objects.select_related("tenant", "target").get(pk=uuid.UUID(raw))
     except (ValueError, Clarification.DoesNotExist) as exc:
-        raise CommandError(f"{ErrorCode.NOT_FOUND}: no clarification {raw!r}", returncode=1) from exc
+        raise CommandError(
+            f"{ErrorCode.NOT_FOUND}: no clarification {raw!r}", returncode=1
+        ) from exc
 
 
 LS_CHUNK = 500

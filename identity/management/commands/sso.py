@@ -2,11 +2,11 @@
 (CONTRACT §2): the tenant's OpenID provider, found by discovery from the issuer."""
 
 import json
-from common.codes import ErrorCode
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from common.errors import DomainError
 from identity.services import sso_configure
 from tenancy.models import Tenant

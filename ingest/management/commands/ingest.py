@@ -33,7 +33,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
-from common.codes import JobReason, ErrorCode
+from common.codes import ErrorCode, JobReason
 from graph.services import acl_principal_valid
 from ingest.documents import IngestOutcome, people_by_name
 from ingest.folder import FileRead, FolderOptions, files_ingest, files_read, iter_files
@@ -214,7 +214,9 @@ class Command(BaseCommand):
         else:
             self._table(totals.as_dict())
         if totals.errors and len(totals.errors) == totals.files:
-            raise CommandError(f"{JobReason.INGEST_FAILED}: no file could be ingested", returncode=1)
+            raise CommandError(
+                f"{JobReason.INGEST_FAILED}: no file could be ingested", returncode=1
+            )
 
     def _batches(
         self, tenant: Tenant, reads: Iterator[FileRead], options: FolderOptions

@@ -1,11 +1,11 @@
 """`telha gdpr_erase --tenant SLUG --person EMAIL`: the full erasure executor."""
 
 import json
-from common.codes import ErrorCode
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from privacy.erasure import person_erase
 from tenancy.models import Person, Tenant
 

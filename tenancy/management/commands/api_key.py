@@ -2,11 +2,11 @@
 
 import json
 import uuid
-from common.codes import ErrorCode
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from common.errors import DomainError
 from tenancy.models import ApiKey, Audience, Person, Rights, Tenant
 from tenancy.services import api_key_create, api_key_revoke
@@ -45,7 +45,9 @@ class Command(BaseCommand):
                 tenant=tenant, email=opts["person"].lower(), erased_at__isnull=True
             ).first()
             if person is None:
-                raise CommandError(f"{ErrorCode.NOT_FOUND}: no person {opts['person']!r}", returncode=1)
+                raise CommandError(
+                    f"{ErrorCode.NOT_FOUND}: no person {opts['person']!r}", returncode=1
+                )
         if opts["role"] and person is None:
             raise CommandError("--role needs --person", returncode=2)
         if person is not None and opts["audience"]:

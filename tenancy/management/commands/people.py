@@ -4,12 +4,12 @@ delegate asked in their place (skip reason PERSON_AWAY); back again. Exit codes:
 2 bad usage (e.g. a date that is not YYYY-MM-DD)."""
 
 import json
-from common.codes import ErrorCode
 from datetime import date
 from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from tenancy.models import Person, Tenant
 from tenancy.services import AwayRefused, person_away_set, person_back
 
@@ -28,7 +28,9 @@ def _person(tenant: Tenant, email: str, what: str = "person") -> Person:
         tenant=tenant, email=email.strip().lower(), erased_at__isnull=True
     ).first()
     if person is None:
-        raise CommandError(f"{ErrorCode.NOT_FOUND}: no {what} {email!r} in {tenant.slug}", returncode=1)
+        raise CommandError(
+            f"{ErrorCode.NOT_FOUND}: no {what} {email!r} in {tenant.slug}", returncode=1
+        )
     return person
 
 
