@@ -2,17 +2,17 @@
 
 from typing import Any
 
-from common.codes import SkipReason
+from common.codes import ErrorCode, SkipReason
 from common.errors import Conflict, DomainError, NotFound, PermissionDeniedError
 
 
 class ResponderAssertionForbidden(PermissionDeniedError):
-    code = "RESPONDER_ASSERTION_FORBIDDEN"
+    code = ErrorCode.RESPONDER_ASSERTION_FORBIDDEN
     default_detail = "Only the clarify service may assert a responder or rights."
 
 
 class ResponderNotAuthorised(PermissionDeniedError):
-    code = "RESPONDER_NOT_AUTHORISED"
+    code = ErrorCode.RESPONDER_NOT_AUTHORISED
     default_detail = "This credential is not bound to a person who may answer."
 
 
@@ -28,18 +28,18 @@ class NoReadPermission(NotFound):
 
 
 class StewardOverrideForbidden(PermissionDeniedError):
-    code = "STEWARD_OVERRIDE_FORBIDDEN"
+    code = ErrorCode.STEWARD_OVERRIDE_FORBIDDEN
     default_detail = "A steward override needs steward rights and a policy that allows it."
 
 
 class AlreadyAnswered(Conflict):
-    code = "CLARIFY_ALREADY_ANSWERED"
+    code = ErrorCode.CLARIFY_ALREADY_ANSWERED
     default_detail = "This clarification is already answered with that interval."
 
 
 class UnparseableAnswer(DomainError):
     status_code = 422
-    code = "CLARIFY_UNPARSEABLE_ANSWER"
+    code = ErrorCode.CLARIFY_UNPARSEABLE_ANSWER
     default_detail = "The answer does not normalise to a valid interval."
 
 

@@ -42,6 +42,8 @@ class JobReason(StrEnum):
     WORKER_ERROR = "WORKER_ERROR"  # its handler raised; retried
     ATTEMPTS_EXHAUSTED = "ATTEMPTS_EXHAUSTED"  # skipped past its last attempt
     CLARIFICATION_MISSING = "CLARIFICATION_MISSING"  # a routing job naming no clarification
+    DOCUMENT_MISSING = "DOCUMENT_MISSING"  # an ingest job naming no document of its tenant
+    INGEST_FAILED = "INGEST_FAILED"  # the document was read but could not be ingested
     ESCALATION_RETRY = "ESCALATION_RETRY"  # the escalation reached no steward; tried again
 
 
@@ -58,6 +60,8 @@ class TapRefusal(StrEnum):
     REPLAYED_ACTION = "REPLAYED_ACTION"
     UNMAPPED_IDENTITY = "UNMAPPED_IDENTITY"
     INVALID_CUSTOM_ANSWER = "INVALID_CUSTOM_ANSWER"
+    # A tap whose action payload could not be read (Slack: no value, an unknown action).
+    MALFORMED_ACTION = "MALFORMED_ACTION"
 
 
 class HookError(StrEnum):
@@ -90,3 +94,54 @@ class WebhookReason(StrEnum):
     WEBHOOK_REJECTED = "WEBHOOK_REJECTED"  # answered, but not 2xx
     WAITING_FOR_EARLIER = "WAITING_FOR_EARLIER"  # an earlier message of its stream is unsent
     ENDPOINT_REMOVED = "ENDPOINT_REMOVED"  # the endpoint was removed: nothing to send
+
+
+class GateReason(StrEnum):
+    """Why the outbound gate (`delivery.provenance.gate_outbound`) held a body back and sent
+    the static teaser instead."""
+
+    UNPARSEABLE_PROVENANCE = "UNPARSEABLE_PROVENANCE"
+    RESTRICTED_PROVENANCE = "RESTRICTED_PROVENANCE"
+    VERBATIM_RESTRICTED_EXCERPT = "VERBATIM_RESTRICTED_EXCERPT"
+
+
+class AwayError(StrEnum):
+    """Why a person may not be marked away (`tenancy.services.away_errors`, CONTRACT §3.10)."""
+
+    AWAY_UNTIL_INVALID = "AWAY_UNTIL_INVALID"  # not a date, or a day already past
+    DELEGATE_INVALID = "DELEGATE_INVALID"  # themselves, another tenant's, erased or gone
+
+
+class ErrorCode(StrEnum):
+    """The `code` of an error body (`{"code": …, "detail": …}`, CONTRACT §3): each
+    `common.errors.DomainError` subclass's, the DRF exceptions' and the error views'."""
+
+    BAD_REQUEST = "BAD_REQUEST"
+    UNAUTHENTICATED = "UNAUTHENTICATED"
+    MALFORMED_REQUEST = "MALFORMED_REQUEST"
+    NOT_FOUND = "NOT_FOUND"
+    PERMISSION_DENIED = "PERMISSION_DENIED"
+    CONFLICT = "CONFLICT"
+    INVALID_INPUT = "INVALID_INPUT"
+    SERVICE_UNAVAILABLE = "SERVICE_UNAVAILABLE"
+    INTERNAL_ERROR = "INTERNAL_ERROR"
+    METHOD_NOT_ALLOWED = "METHOD_NOT_ALLOWED"
+    NOT_ACCEPTABLE = "NOT_ACCEPTABLE"
+    UNSUPPORTED_MEDIA_TYPE = "UNSUPPORTED_MEDIA_TYPE"
+    PAYLOAD_TOO_LARGE = "PAYLOAD_TOO_LARGE"
+    RATE_LIMITED = "RATE_LIMITED"
+    SUBMISSION_INVALID = "SUBMISSION_INVALID"
+    DOCUMENT_UNREADABLE = "DOCUMENT_UNREADABLE"
+    WORKSPACE_INVALID = "WORKSPACE_INVALID"
+    IDENTITY_CLASH = "IDENTITY_CLASH"
+    JOB_KIND_FORBIDDEN = "JOB_KIND_FORBIDDEN"
+    LEASE_LOST = "LEASE_LOST"
+    RESPONDER_ASSERTION_FORBIDDEN = "RESPONDER_ASSERTION_FORBIDDEN"
+    RESPONDER_NOT_AUTHORISED = "RESPONDER_NOT_AUTHORISED"
+    STEWARD_OVERRIDE_FORBIDDEN = "STEWARD_OVERRIDE_FORBIDDEN"
+    CLARIFY_ALREADY_ANSWERED = "CLARIFY_ALREADY_ANSWERED"
+    CLARIFY_UNPARSEABLE_ANSWER = "CLARIFY_UNPARSEABLE_ANSWER"
+    PROVISIONING_INVALID = "PROVISIONING_INVALID"
+    PROVISIONING_CONFLICT = "PROVISIONING_CONFLICT"
+    SSO_INVALID = "SSO_INVALID"
+    INTEGRITY_VIOLATION = "INTEGRITY_VIOLATION"  # `telha check_integrity` found a break

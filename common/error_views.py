@@ -16,6 +16,8 @@ from django.urls import Resolver404, resolve
 from django.views import defaults
 from django.views.decorators.csrf import csrf_exempt
 
+from common.codes import ErrorCode
+
 JSON_PREFIXES = ("/v1/", "/hooks/")
 # SCIM's own error body (RFC 7644 §3.12) on /scim/ (CONTRACT §3.7).
 SCIM_PREFIX = "/scim/"
@@ -40,22 +42,28 @@ def contract_error(
 
 
 def bad_request(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = contract_error(request, 400, "MALFORMED_REQUEST", "The request was not understood.")
+    response = contract_error(
+        request, 400, ErrorCode.MALFORMED_REQUEST, "The request was not understood."
+    )
     return response or defaults.bad_request(request, exception)
 
 
 def permission_denied(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = contract_error(request, 403, "PERMISSION_DENIED", "This request is not allowed.")
+    response = contract_error(
+        request, 403, ErrorCode.PERMISSION_DENIED, "This request is not allowed."
+    )
     return response or defaults.permission_denied(request, exception)
 
 
 def page_not_found(request: HttpRequest, exception: Any = None) -> HttpResponse:
-    response = contract_error(request, 404, "NOT_FOUND", "No such resource.")
+    response = contract_error(request, 404, ErrorCode.NOT_FOUND, "No such resource.")
     return response or defaults.page_not_found(request, exception)
 
 
 def server_error(request: HttpRequest) -> HttpResponse:
-    response = contract_error(request, 500, "INTERNAL_ERROR", "An unexpected error occurred.")
+    response = contract_error(
+        request, 500, ErrorCode.INTERNAL_ERROR, "An unexpected error occurred."
+    )
     return response or defaults.server_error(request)
 
 

@@ -11,12 +11,14 @@ from rest_framework import exceptions as drf_exceptions
 from rest_framework import status
 from rest_framework.response import Response
 
+from common.codes import ErrorCode
+
 
 class DomainError(Exception):
     """A refused operation. Subclasses pin the HTTP status and error code."""
 
     status_code: int = status.HTTP_400_BAD_REQUEST
-    code: str = "BAD_REQUEST"
+    code: str = ErrorCode.BAD_REQUEST
     default_detail: str = "The request was refused."
 
     def __init__(self, detail: str | None = None, **extra: Any) -> None:
@@ -30,24 +32,24 @@ class DomainError(Exception):
 
 class NotFound(DomainError):
     status_code = 404
-    code = "NOT_FOUND"
+    code = ErrorCode.NOT_FOUND
     default_detail = "Not found."
 
 
 class PermissionDeniedError(DomainError):
     status_code = 403
-    code = "PERMISSION_DENIED"
+    code = ErrorCode.PERMISSION_DENIED
     default_detail = "This credential may not perform that operation."
 
 
 class Conflict(DomainError):
     status_code = 409
-    code = "CONFLICT"
+    code = ErrorCode.CONFLICT
 
 
 class InvalidInput(DomainError):
     status_code = 422
-    code = "INVALID_INPUT"
+    code = ErrorCode.INVALID_INPUT
     default_detail = "The request is invalid."
 
 
@@ -55,13 +57,13 @@ class ServiceUnavailable(DomainError):
     """A service the request needs (the database, the shared cache) does not answer."""
 
     status_code = 503
-    code = "SERVICE_UNAVAILABLE"
+    code = ErrorCode.SERVICE_UNAVAILABLE
     default_detail = "The service is temporarily unavailable; retry shortly."
 
 
 class SubmissionInvalid(DomainError):
     status_code = 422
-    code = "SUBMISSION_INVALID"
+    code = ErrorCode.SUBMISSION_INVALID
     default_detail = "The submission is invalid; nothing was written."
 
     def __init__(self, errors: list[dict[str, str]], detail: str | None = None) -> None:
@@ -70,16 +72,16 @@ class SubmissionInvalid(DomainError):
 
 
 _DRF_CODES: dict[type[Exception], str] = {
-    drf_exceptions.NotAuthenticated: "UNAUTHENTICATED",
-    drf_exceptions.AuthenticationFailed: "UNAUTHENTICATED",
-    drf_exceptions.PermissionDenied: "PERMISSION_DENIED",
-    drf_exceptions.NotFound: "NOT_FOUND",
-    drf_exceptions.MethodNotAllowed: "METHOD_NOT_ALLOWED",
-    drf_exceptions.NotAcceptable: "NOT_ACCEPTABLE",
-    drf_exceptions.UnsupportedMediaType: "UNSUPPORTED_MEDIA_TYPE",
-    drf_exceptions.Throttled: "RATE_LIMITED",
-    drf_exceptions.ParseError: "MALFORMED_REQUEST",
-    drf_exceptions.ValidationError: "INVALID_INPUT",
+    drf_exceptions.NotAuthenticated: ErrorCode.UNAUTHENTICATED,
+    drf_exceptions.AuthenticationFailed: ErrorCode.UNAUTHENTICATED,
+    drf_exceptions.PermissionDenied: ErrorCode.PERMISSION_DENIED,
+    drf_exceptions.NotFound: ErrorCode.NOT_FOUND,
+    drf_exceptions.MethodNotAllowed: ErrorCode.METHOD_NOT_ALLOWED,
+    drf_exceptions.NotAcceptable: ErrorCode.NOT_ACCEPTABLE,
+    drf_exceptions.UnsupportedMediaType: ErrorCode.UNSUPPORTED_MEDIA_TYPE,
+    drf_exceptions.Throttled: ErrorCode.RATE_LIMITED,
+    drf_exceptions.ParseError: ErrorCode.MALFORMED_REQUEST,
+    drf_exceptions.ValidationError: ErrorCode.INVALID_INPUT,
 }
 
 
@@ -122,7 +124,7 @@ def exception_handler(exc: Exception, context: dict[str, Any]) -> Response | Non
     if not isinstance(exc, drf_exceptions.APIException):
         return None
     set_rollback()
-    code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), "BAD_REQUEST")
+    code = next((c for cls, c in _DRF_CODES.items() if isinstance(exc, cls)), ErrorCode.BAD_REQUEST)
     headers: dict[str, str] = {}
     wait = getattr(exc, "wait", None) if isinstance(exc, drf_exceptions.Throttled) else None
     if wait is not None:

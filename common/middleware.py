@@ -39,6 +39,8 @@ from django.core.exceptions import (
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.views import defaults
 
+from common.codes import ErrorCode
+
 from .error_views import contract_error
 
 HOOKS_PREFIX = "/hooks/"
@@ -52,7 +54,7 @@ def body_limit_for(path: str) -> int:
 
 
 def payload_too_large(detail: str) -> JsonResponse:
-    return JsonResponse({"code": "PAYLOAD_TOO_LARGE", "detail": detail}, status=413)
+    return JsonResponse({"code": ErrorCode.PAYLOAD_TOO_LARGE, "detail": detail}, status=413)
 
 
 def declared_length(request: HttpRequest) -> int:
@@ -100,5 +102,5 @@ class NulCharacterMiddleware:
 
     @staticmethod
     def refuse(request: HttpRequest, api: bool, detail: str) -> HttpResponse:
-        response = contract_error(request, 400, "MALFORMED_REQUEST", detail)
+        response = contract_error(request, 400, ErrorCode.MALFORMED_REQUEST, detail)
         return response or defaults.bad_request(request, SuspiciousOperation(detail))

@@ -14,12 +14,18 @@ A drf-spectacular postprocessing hook adds an `Error` component and documents, o
 
 from typing import Any
 
+from .codes import ErrorCode
+
 ERROR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "description": "Every error: a contract error code and a human-readable detail.",
     "required": ["code", "detail"],
     "properties": {
-        "code": {"type": "string", "pattern": "^[A-Z][A-Z0-9_]*$", "example": "NOT_FOUND"},
+        "code": {
+            "type": "string",
+            "pattern": "^[A-Z][A-Z0-9_]*$",
+            "example": ErrorCode.NOT_FOUND.value,
+        },
         "detail": {"type": "string"},
         "errors": {
             "type": "array",

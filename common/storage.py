@@ -28,6 +28,8 @@ from typing import Any
 
 from django.db import connections, transaction
 
+from .sql import sqlite_pragma, tables_vacuum, wal_checkpoint
+
 log = logging.getLogger(__name__)
 
 CHECKPOINT_ATTEMPTS = 5
@@ -51,15 +53,12 @@ def secure_delete(using: str = "default") -> Iterator[None]:
     if connection.vendor != "sqlite":
         yield
         return
-    with connection.cursor() as cursor:
-        cursor.execute("PRAGMA secure_delete")
-        previous = int(cursor.fetchone()[0])
-        cursor.execute("PRAGMA secure_delete = ON")
+    previous = int(sqlite_pragma(connection, "secure_delete")[0])
+    sqlite_pragma(connection, "secure_delete", 1)
     try:
         yield
     finally:
-        with connection.cursor() as cursor:
-            cursor.execute(f"PRAGMA secure_delete = {previous}")
+        sqlite_pragma(connection, "secure_delete", previous)
 
 
 def storage_reclaim(tables: Iterable[str], using: str = "default") -> Reclaim:
@@ -83,10 +82,7 @@ def _reclaim(tables: list[str], using: str, outcome: Reclaim) -> None:
     if connection.vendor == "sqlite":
         outcome.pending = not _checkpoint(connection)
     elif connection.vendor == "postgresql":
-        quote = connection.ops.quote_name
-        with connection.cursor() as cursor:
-            for table in tables:
-                cursor.execute(f"VACUUM {quote(table)}")
+        tables_vacuum(connection, tables)
 
 
 def _checkpoint(connection: Any) -> bool:
@@ -94,9 +90,7 @@ def _checkpoint(connection: Any) -> bool:
     was still blocked at the last attempt."""
     pause = CHECKPOINT_FIRST_PAUSE
     for attempt in range(1, CHECKPOINT_ATTEMPTS + 1):
-        with connection.cursor() as cursor:
-            cursor.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            busy, frames, copied = cursor.fetchone()
+        busy, frames, copied = wal_checkpoint(connection)
         if not busy:
             return True
         if attempt < CHECKPOINT_ATTEMPTS:

@@ -343,7 +343,7 @@ def _answer(verified: VerifiedTap, tap: CardTap, custom: dict[str, Any] | None) 
             ),
         )
     except AlreadyAnswered:
-        return CardReply(MOVED, MOVED_ON, reason="CLARIFY_ALREADY_ANSWERED", clarification=clar)
+        return CardReply(MOVED, MOVED_ON, reason=AlreadyAnswered.code, clarification=clar)
     except NoReadPermission as refused:
         # Like a missing clarification: the "moved on" reply, the card not re-rendered
         # (nothing of the passage shown again; the service audited the refusal). The loss

@@ -14,6 +14,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from common.codes import GateReason
+
 DEFAULT_ORIGIN = "inbox"
 CHANNEL_ORIGINS = frozenset({"inbox", "slack", "teams"})
 PROVENANCE_KINDS = frozenset({"source", "document", "matter"})
@@ -104,9 +106,9 @@ def gate_outbound(body: str, provenance: Any, restricted_excerpts: list[str]) ->
     try:
         refs = parse_restriction_provenance(provenance)
     except ProvenanceError:
-        return GateResult(False, RESTRICTED_TEASER, "UNPARSEABLE_PROVENANCE")
+        return GateResult(False, RESTRICTED_TEASER, GateReason.UNPARSEABLE_PROVENANCE)
     if refs:
-        return GateResult(False, RESTRICTED_TEASER, "RESTRICTED_PROVENANCE")
+        return GateResult(False, RESTRICTED_TEASER, GateReason.RESTRICTED_PROVENANCE)
     if verbatim_match(body, restricted_excerpts):
-        return GateResult(False, RESTRICTED_TEASER, "VERBATIM_RESTRICTED_EXCERPT")
+        return GateResult(False, RESTRICTED_TEASER, GateReason.VERBATIM_RESTRICTED_EXCERPT)
     return GateResult(True, body)

@@ -7,7 +7,7 @@ from django.db.models.signals import post_migrate
 def _search_index_ensure(using: str = "default", **_: Any) -> None:
     from django.db import connections
 
-    from .fts import fts_ensure
+    from .sql import fts_ensure
 
     fts_ensure(connections[using])
 

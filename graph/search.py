@@ -27,9 +27,10 @@ from django.db import connection
 from django.db.models import F, QuerySet, Value
 from django.db.models.expressions import RawSQL
 
-from .fts import FTS as FTS_TABLE
-from .fts import PG_COLUMN as PG_VECTOR_COLUMN
 from .models import NodeVersion
+from .sql import PG_COLUMN as PG_VECTOR_COLUMN
+from .sql import fts_ids as _fts_ids
+from .sql import fts_ranked
 
 PG_CONFIG = "english"
 # English function words, dropped from every query on both databases (PostgreSQL's
@@ -101,10 +102,6 @@ def matching(versions: QuerySet[NodeVersion], terms: Sequence[str]) -> QuerySet[
     return versions.filter(pk__in=_fts_ids(_fts_match(terms, any_term=False)))
 
 
-def _fts_ids(match: str) -> RawSQL:
-    return RawSQL(f"SELECT rowid FROM {FTS_TABLE} WHERE {FTS_TABLE} MATCH %s", [match])
-
-
 def versions_search(
     versions: QuerySet[NodeVersion], text: str, *, limit: int, order: str = "relevance"
 ) -> list[NodeVersion]:
@@ -164,15 +161,7 @@ def ranked(
         )
         return [(pk, float(rank)) for pk, rank in rows]
     inner, params = versions.order_by().values("pk").query.sql_with_params()
-    sql = (
-        f"SELECT v.id, bm25({FTS_TABLE}) FROM {FTS_TABLE}"
-        f" JOIN {NodeVersion._meta.db_table} v ON v.id = {FTS_TABLE}.rowid"
-        f" WHERE {FTS_TABLE} MATCH %s AND v.id IN ({inner})"
-        f" ORDER BY bm25({FTS_TABLE}), v.node_id LIMIT %s"
-    )
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [_fts_match(terms, any_term=any_term), *params, limit])
-        return [(pk, -float(score)) for pk, score in cursor.fetchall()]
+    return fts_ranked(_fts_match(terms, any_term=any_term), inner, params, limit)
 
 
 def matches_any(versions: QuerySet[NodeVersion], term: str) -> bool:

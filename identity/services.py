@@ -17,7 +17,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from clarify.services import audit_event_append
-from common.codes import SkipReason
+from common.codes import ErrorCode, SkipReason
 from common.errors import Conflict, InvalidInput
 from delivery.revocation import person_cards_withdraw
 from tenancy.models import AliasKind, Person, PersonAlias, Rights, Tenant, TenantGroup
@@ -40,11 +40,11 @@ PROVISIONED_ALIASES = [AliasKind.EMAIL.value, AliasKind.UPN.value, AliasKind.AAD
 
 
 class ProvisioningInvalid(InvalidInput):
-    code = "PROVISIONING_INVALID"
+    code = ErrorCode.PROVISIONING_INVALID
 
 
 class ProvisioningConflict(Conflict):
-    code = "PROVISIONING_CONFLICT"
+    code = ErrorCode.PROVISIONING_CONFLICT
 
 
 @dataclass
@@ -280,7 +280,7 @@ def person_reactivate(*, person: Person, via: str = "scim") -> None:
 
 
 class SsoInvalid(InvalidInput):
-    code = "SSO_INVALID"
+    code = ErrorCode.SSO_INVALID
 
 
 def issuer_problem(issuer: str) -> str | None:

@@ -11,6 +11,7 @@ from typing import Any
 from rest_framework.exceptions import ValidationError
 from rest_framework.serializers import as_serializer_error
 
+from common.codes import JobReason
 from common.errors import DomainError, SubmissionInvalid, flatten_errors
 from graph.models import SourceVersion
 from jobs.services import Lease, job_complete, job_fail
@@ -212,7 +213,7 @@ def handle_lease(lease: Lease) -> None:
             job_id=job.pk,
             token=lease.token,
             retryable=False,
-            reason="DOCUMENT_MISSING",
+            reason=JobReason.DOCUMENT_MISSING,
         )
         return
     clarify = bool((payload.get("options") or {}).get("clarify"))
@@ -238,7 +239,7 @@ def handle_lease(lease: Lease) -> None:
             job_id=job.pk,
             token=lease.token,
             retryable=False,
-            reason="INGEST_FAILED",
+            reason=JobReason.INGEST_FAILED,
             detail=outcome.error,
         )
         document_refused(document, outcome.error)

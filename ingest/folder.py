@@ -28,6 +28,7 @@ from typing import Any
 
 from django.db.models import OuterRef, Subquery
 
+from common.codes import JobReason
 from common.errors import DomainError
 from graph.models import SourceVersion
 from tenancy.models import Tenant
@@ -261,4 +262,4 @@ def _rescanned(file: FileInput, summary: dict[str, Any]) -> IngestOutcome:
 def _error_text(exc: Exception | None) -> str:
     if isinstance(exc, DomainError):
         return f"{exc.code}: {exc.detail}"
-    return f"INGEST_FAILED: {type(exc).__name__}: {exc}"
+    return f"{JobReason.INGEST_FAILED}: {type(exc).__name__}: {exc}"

@@ -22,7 +22,7 @@ from django.db.models import F, Q, QuerySet
 from django.db.models.functions import Now
 from django.utils import timezone
 
-from common.codes import ATTEMPT_SKIPS, JobReason
+from common.codes import ATTEMPT_SKIPS, ErrorCode, JobReason
 from common.errors import Conflict, InvalidInput, PermissionDeniedError
 from common.observability import current_request_id
 from tenancy.models import Tenant
@@ -36,12 +36,12 @@ MAX_BATCH = 100
 
 
 class JobKindForbidden(PermissionDeniedError):
-    code = "JOB_KIND_FORBIDDEN"
+    code = ErrorCode.JOB_KIND_FORBIDDEN
     default_detail = "This credential may not lease jobs of that kind."
 
 
 class LeaseLost(Conflict):
-    code = "LEASE_LOST"
+    code = ErrorCode.LEASE_LOST
     default_detail = "The lease is no longer held with this token; nothing was changed."
 
 

@@ -8,7 +8,7 @@ from django.db import connection, transaction
 from clarify.models import AuditEvent
 from clarify.stewardship import ErasureSubject, audit_details_scrub
 from common.storage import secure_delete, storage_reclaim
-from graph.fts import fts_compact
+from graph.sql import fts_compact
 from tenancy.models import Person, PersonAlias, Tenant
 
 from .executor import gdpr_erase

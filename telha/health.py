@@ -4,13 +4,13 @@ from django.db import DatabaseError, connection
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
+from common.sql import database_ping
+
 
 @require_GET
 def healthz(request: HttpRequest) -> JsonResponse:
     try:
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT 1")
-            cursor.fetchone()
+        database_ping(connection)
     except DatabaseError:
         return JsonResponse({"status": "degraded", "database": "unavailable"}, status=503)
     return JsonResponse({"status": "ok", "database": "ok"})

@@ -15,6 +15,7 @@ from django.db import transaction
 from django.dispatch import Signal
 from django.utils import timezone
 
+from common.codes import AwayError, ErrorCode
 from common.errors import DomainError, InvalidInput, NotFound
 
 from .models import (
@@ -39,7 +40,7 @@ _FIRST_NAME_MAX_LENGTH = 150
 
 
 class WorkspaceInvalid(InvalidInput):
-    code = "WORKSPACE_INVALID"
+    code = ErrorCode.WORKSPACE_INVALID
     default_detail = "The workspace file is invalid; nothing was loaded."
 
 
@@ -190,7 +191,7 @@ def _upn_of(person: Person) -> str | None:
 class IdentityClash(InvalidInput):
     """A sign-in name or alias already belongs to someone else."""
 
-    code = "IDENTITY_CLASH"
+    code = ErrorCode.IDENTITY_CLASH
 
 
 def tenant_group_ensure(*, tenant: Tenant, name: str) -> TenantGroup:
@@ -378,18 +379,19 @@ def away_errors(*, person: Person, until: date, delegate: Person | None) -> Away
     a day already past (AWAY_UNTIL_INVALID); a delegate who is the person themselves, of
     another tenant, erased or deprovisioned (DELEGATE_INVALID)."""
     if until < timezone.now().date():
-        return AwayRefused("AWAY_UNTIL_INVALID", f"{until.isoformat()} is already past.")
+        return AwayRefused(AwayError.AWAY_UNTIL_INVALID, f"{until.isoformat()} is already past.")
     if delegate is None:
         return None
     if delegate.pk == person.pk:
-        return AwayRefused("DELEGATE_INVALID", "A person cannot be their own delegate.")
+        return AwayRefused(AwayError.DELEGATE_INVALID, "A person cannot be their own delegate.")
     if (
         delegate.tenant_id != person.tenant_id
         or delegate.erased_at is not None
         or delegate.deactivated_at is not None
     ):
         return AwayRefused(
-            "DELEGATE_INVALID", "The delegate must be an active person of the same workspace."
+            AwayError.DELEGATE_INVALID,
+            "The delegate must be an active person of the same workspace.",
         )
     return None
 

@@ -11,7 +11,7 @@ can be left out with `OMIT`, so a test states exactly the payload it sends::
     sub.ambiguity(fact, candidates=[...])
     body = sub.payload()
 
-The fixtures' own helpers (`build_submission` in the delivery and steward tests,
+The fixtures' own helpers (`build_submission` in the clarify, delivery and steward tests,
 `submission_payload` and `fact_payload` in tests/factories.py, the jobs tests'
 `submission`, the production test's, `bench._support.submission_data`) are this builder
 with their defaults."""
@@ -109,6 +109,10 @@ class Submission:
         )
         self.edges += [{"type": edge, "from": fact, "to": ref} for fact in of]
         return ref
+
+    def edge(self, edge: str, source: int, target: int) -> None:
+        """An edge `edge` from node `source` to node `target` (e.g. a PERSON → a fact)."""
+        self.edges.append({"type": edge, "from": source, "to": target})
 
     def ambiguity(
         self,

@@ -7,6 +7,7 @@ from typing import Any
 import pytest
 
 from bench._support import submission_data, submission_shape_check
+from tests.clarify.conftest import build_submission as clarify_submission
 from tests.delivery.conftest import build_submission as delivery_submission
 from tests.delivery.conftest_ask import source_derived_submission
 from tests.factories import fact_payload, submission_payload
@@ -64,6 +65,9 @@ HELPERS: dict[str, Any] = {
         external_id="facts/a.docx", name="A fact"
     ),
     "steward.build_submission": steward_submission,
+    "clarify.build_submission": lambda: clarify_submission(
+        links=[("AUTHORED_BY", "alice"), ("REVIEWED_BY", "bob", "in")]
+    ),
     "production.submission": lambda: production_submission("prod-1"),
     "bench.submission_data": lambda: submission_data(external_id="b-1", facts=3, ambiguous=True),
 }
@@ -79,3 +83,11 @@ def test_every_helper_builds_a_submission_the_api_accepts(helper):
 
         shape = SubmissionInSerializer(data=body)
         assert shape.is_valid(), shape.errors
+
+
+def test_an_edge_may_run_from_a_person_to_a_fact() -> None:
+    sub = Submission("notes/1.txt", "Notes written by Dana.")
+    fact = sub.fact("notes-1", name="Notes")
+    dana = sub.person("dana@acme.test", of=())
+    sub.edge("REVIEWED_BY", dana, fact)
+    assert sub.payload()["edges"] == [{"type": "REVIEWED_BY", "from": 1, "to": 0}]

@@ -13,6 +13,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods
 
 from clarify.reports import target_names
+from common.codes import AwayError
 from tenancy.models import Person
 from tenancy.services import AwayRefused, person_away_set, person_back
 
@@ -82,7 +83,9 @@ def _day(text: str) -> date:
     try:
         return date.fromisoformat(text)
     except ValueError as exc:
-        raise AwayRefused("AWAY_UNTIL_INVALID", "Give the last day away as a date.") from exc
+        raise AwayRefused(
+            AwayError.AWAY_UNTIL_INVALID, "Give the last day away as a date."
+        ) from exc
 
 
 def _delegate(person: Person, pk: str) -> Person | None:
@@ -91,7 +94,7 @@ def _delegate(person: Person, pk: str) -> Person | None:
         return None
     found = Person.objects.filter(tenant=person.tenant, pk=pk).first() if _uuid(pk) else None
     if found is None:
-        raise AwayRefused("DELEGATE_INVALID", "Choose a colleague of your workspace.")
+        raise AwayRefused(AwayError.DELEGATE_INVALID, "Choose a colleague of your workspace.")
     return found
 
 

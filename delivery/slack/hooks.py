@@ -102,7 +102,6 @@ from .channel import api_url, message_ref, parse_message_ref
 log = logging.getLogger(__name__)
 
 CHANNEL = "slack"
-MALFORMED_ACTION = "MALFORMED_ACTION"
 EVENT_DEDUPE_SECONDS = 60 * 60  # Slack retries within minutes; keep ids for an hour
 UNMAPPED_TEXT = "Your Slack account is not linked to a person in this workspace."
 # The modal's block for each "Something else…" field (its errors are shown there).
@@ -471,7 +470,7 @@ def on_answer(
     value = _json_object(action.get("value"))
     delivery: Delivery | None = context.get("clarify_delivery")
     if delivery is not None and value.get("kind") != "clarify_answer":
-        card_tap_refuse(delivery, MALFORMED_ACTION, CHANNEL)
+        card_tap_refuse(delivery, TapRefusal.MALFORMED_ACTION, CHANNEL)
         return
     channel, ts = _message_location(body)
     ref = message_ref(channel, ts) if channel and ts else None

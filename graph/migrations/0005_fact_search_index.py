@@ -11,7 +11,7 @@ from typing import Any
 
 from django.db import migrations
 
-from graph.fts import fts_drop, fts_install
+from graph.sql import fts_drop, fts_install
 
 
 def _backfill_search_text(apps: Any, schema_editor: Any) -> None:

@@ -9,6 +9,7 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from common.codes import ErrorCode
 from common.errors import DomainError, InvalidInput
 from graph.services import acl_principal_valid
 from ingest.detection.build import MAX_FILE_BYTES
@@ -29,19 +30,19 @@ EXTERNAL_ID_MAX = 500  # a source's externalId (CONTRACT §3.1)
 
 class UnsupportedDocument(DomainError):
     status_code = 415
-    code = "UNSUPPORTED_MEDIA_TYPE"
+    code = ErrorCode.UNSUPPORTED_MEDIA_TYPE
     default_detail = f"Only {SUPPORTED_LABEL} files are accepted."
 
 
 class DocumentUnreadable(DomainError):
     status_code = 422
-    code = "DOCUMENT_UNREADABLE"
+    code = ErrorCode.DOCUMENT_UNREADABLE
     default_detail = "The file is encrypted or cannot be read."
 
 
 class DocumentTooLarge(DomainError):
     status_code = 413
-    code = "PAYLOAD_TOO_LARGE"
+    code = ErrorCode.PAYLOAD_TOO_LARGE
     default_detail = "Files over 10 MB are not accepted."
 
 

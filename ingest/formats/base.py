@@ -7,6 +7,8 @@ from datetime import UTC, date, datetime, time
 from email.utils import parsedate_to_datetime
 from typing import Any
 
+from common.codes import ErrorCode
+
 OCR_AVAILABLE = shutil.which("tesseract") is not None
 
 
@@ -15,14 +17,14 @@ class Refused(ValueError):
     `status`/`code` are what `POST /v1/documents` answers (CONTRACT §3.1b)."""
 
     status = 422
-    code = "DOCUMENT_UNREADABLE"
+    code = ErrorCode.DOCUMENT_UNREADABLE
 
 
 class Unsupported(Refused):
     """Not a type we read, or bytes that are not what the name says."""
 
     status = 415
-    code = "UNSUPPORTED_MEDIA_TYPE"
+    code = ErrorCode.UNSUPPORTED_MEDIA_TYPE
 
 
 class Unreadable(Refused):
@@ -33,7 +35,7 @@ class OverLimit(Refused):
     """Over a limit: bytes, pages, characters, uncompressed size."""
 
     status = 413
-    code = "PAYLOAD_TOO_LARGE"
+    code = ErrorCode.PAYLOAD_TOO_LARGE
 
 
 @dataclass

@@ -21,6 +21,7 @@ from common.times import to_us
 from graph.models import NodeVersion
 from jobs.models import Job
 from tenancy.services import workspace_load
+from tests.submissions import Submission
 
 
 def us(text: str) -> int:
@@ -99,55 +100,40 @@ def build_submission(
     `links` are `(EDGE_TYPE, person)` (fact → person) or `(EDGE_TYPE, person, "in")`
     (person → fact); a person is a workspace name ("alice") or a full email."""
     links = [("AUTHORED_BY", "alice")] if links is None else links
-    nodes: list[dict[str, Any]] = [
-        {
-            "ref": 0,
-            "key": key,
-            "labels": list(labels),
-            "properties": properties if properties is not None else {"name": "MSA term"},
-            "validFrom": None,
-            "validTo": None,
-            "confidence": extraction_confidence,
-            "spanRef": 0,
-        }
-    ]
+    sub = Submission(
+        external_id,
+        text,
+        title="Master services agreement",
+        uri="https://example.test/msa",
+        acl=acl,
+    )
+    fact = sub.fact(
+        key,
+        properties=properties if properties is not None else {"name": "MSA term"},
+        labels=labels,
+        confidence=extraction_confidence,
+        span=sub.span(SPAN["start"], SPAN["end"]),
+    )
     refs: dict[str, int] = {}
-    edges = []
     for link in links:
         edge_type, who = link[0], link[1]
         email = who if "@" in who else f"{who}@acme.test"
         if email not in refs:
-            refs[email] = len(nodes)
-            nodes.append({"ref": refs[email], "labels": ["PERSON"], "properties": {"email": email}})
+            refs[email] = sub.person(email, of=())
         if len(link) > 2 and link[2] == "in":
-            edges.append({"type": edge_type, "from": refs[email], "to": 0})
+            sub.edge(edge_type, refs[email], fact)
         else:
-            edges.append({"type": edge_type, "from": 0, "to": refs[email]})
-    data: dict[str, Any] = {
-        "source": {
-            "system": "sharepoint",
-            "externalId": external_id,
-            "title": "Master services agreement",
-            "uri": "https://example.test/msa",
-            "text": text,
-            "acl": list(acl),
-        },
-        "spans": [dict(SPAN)],
-        "nodes": nodes,
-        "edges": edges,
-        "ambiguities": [],
-    }
+            sub.edge(edge_type, fact, refs[email])
     if ambiguity:
-        data["ambiguities"].append(
-            {
-                "nodeRef": 0,
-                "kind": kind,
-                "severityHint": severity_hint,
-                "candidates": [dict(c) for c in (candidates or CANDIDATES)],
-                "detectorConfidence": detector_confidence,
-                "appliedCandidateConfidence": applied_confidence,
-            }
+        sub.ambiguity(
+            fact,
+            candidates=candidates or CANDIDATES,
+            kind=kind,
+            severity_hint=severity_hint,
+            detector_confidence=detector_confidence,
+            applied_confidence=applied_confidence,
         )
+    data = sub.payload()
     return data
 
 

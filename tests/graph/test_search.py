@@ -165,7 +165,7 @@ def test_the_index_is_the_databases_own():
 def test_a_dropped_trigger_is_restored_and_the_index_rebuilt_after_migrate(ingest_client):
     """SQLite's table remake (a later migration altering NodeVersion) drops triggers; the
     post-migrate check puts them back and rebuilds the index from search_text."""
-    from graph.fts import fts_ensure
+    from graph.sql import fts_ensure
 
     assert fts_ensure(connection) is False  # whole: nothing to do
     with connection.cursor() as cursor:

@@ -29,6 +29,7 @@ from jobs.models import Job, JobStatus
 from tenancy.models import ApiKey, Person
 from tenancy.services import api_key_create, workspace_load
 from tenancy.steward_admin import TenantScopedAdmin
+from tests.submissions import OMIT, Submission
 
 from .conftest import (
     JUN_2026,
@@ -190,20 +191,17 @@ def test_admin_tenant_isolation_of_every_page(acme_objects, globex, steward_clie
     scoped = scoped_admins()
     assert set(CHANGELISTS) <= set(scoped)
     # Globex has data of its own, so its pages are not trivially empty.
-    resp = globex.ingest_client.post(
-        "/v1/submissions",
-        {
-            "source": {
-                "system": "sharepoint",
-                "externalId": "g.docx",
-                "title": "Globex deal",
-                "text": "Globex text about a deal.",
-                "acl": ["group:legal"],
-            },
-            "nodes": [{"ref": 0, "key": "g", "labels": ["DEAL"], "properties": {"name": "G deal"}}],
-        },
-        format="json",
+    sub = Submission("g.docx", "Globex text about a deal.", title="Globex deal")
+    sub.fact(
+        "g",
+        labels=["DEAL"],
+        name="G deal",
+        valid_from=OMIT,
+        valid_to=OMIT,
+        confidence=OMIT,
+        span=OMIT,
     )
+    resp = globex.ingest_client.post("/v1/submissions", sub.payload(omit_empty=True), format="json")
     assert resp.status_code == 201, resp.content
 
     for model in scoped:

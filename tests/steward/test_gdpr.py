@@ -33,6 +33,7 @@ from jobs.models import JobStatus
 from privacy.filenames import FileNameSubject
 from tenancy.models import ApiKey, Person, PersonAlias
 from tenancy.services import workspace_load
+from tests.submissions import OMIT, Submission
 
 from .conftest import (
     JUN_2026,
@@ -280,29 +281,24 @@ def test_clarify_gdpr_tombstone_extension(
     alice_id, alice_user_id = str(alice.pk), alice.user_id
     # Minutes ingested before her Teams identity was known: an unresolved PERSON node
     # keyed by that alias, which the workspace then gives her.
-    minutes = ingest_client.post(
-        "/v1/submissions",
-        {
-            "source": {
-                "system": "teams",
-                "externalId": "minutes/1",
-                "title": "Legal sync",
-                "text": "Minutes of the legal sync. Present: Alice Author (alice@acme.test).",
-                "acl": ["group:legal"],
-            },
-            "nodes": [
-                {
-                    "ref": 0,
-                    "key": "minutes-1",
-                    "labels": ["MEETING"],
-                    "properties": {"name": "Legal sync", "actions": "ALICE@acme.test to send"},
-                },
-                {"ref": 1, "labels": ["PERSON"], "properties": {"teamsUserId": "29:alice-teams"}},
-            ],
-            "edges": [{"type": "ATTENDED_BY", "from": 0, "to": 1}],
-        },
-        format="json",
+    sub = Submission(
+        "minutes/1",
+        "Minutes of the legal sync. Present: Alice Author (alice@acme.test).",
+        system="teams",
+        title="Legal sync",
     )
+    meeting = sub.fact(
+        "minutes-1",
+        labels=["MEETING"],
+        properties={"name": "Legal sync", "actions": "ALICE@acme.test to send"},
+        valid_from=OMIT,
+        valid_to=OMIT,
+        confidence=OMIT,
+        span=OMIT,
+    )
+    # A PERSON node known by its Teams id alone (`properties` replaces the email).
+    sub.person("", edge="ATTENDED_BY", of=[meeting], properties={"teamsUserId": "29:alice-teams"})
+    minutes = ingest_client.post("/v1/submissions", sub.payload(omit_empty=True), format="json")
     assert minutes.status_code == 201, minutes.content
     teams_node = Node.objects.get(tenant=workspace, key="teamsUserId:29:alice-teams")
     assert teams_node.person_id is None

@@ -6,6 +6,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from clarify.integrity import integrity_violations
+from common.codes import ErrorCode
 
 
 class Command(BaseCommand):
@@ -27,4 +28,6 @@ class Command(BaseCommand):
                 for line in found[:50]:
                     self.stdout.write(f"  - {line}")
         if total:
-            raise CommandError(f"INTEGRITY_VIOLATION: {total} violation(s)", returncode=1)
+            raise CommandError(
+                f"{ErrorCode.INTEGRITY_VIOLATION}: {total} violation(s)", returncode=1
+            )

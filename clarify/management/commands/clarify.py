@@ -21,6 +21,7 @@ from clarify.reports import clarification_detail, clarification_row, target_name
 from clarify.selectors import needs_steward_attention_q, waiting_on_away_q
 from clarify.services import clarification_answer
 from clarify.stewardship import clarification_override, erase_person_attribution
+from common.codes import ErrorCode
 from common.errors import DomainError
 from common.times import TimeParseError, iso, parse_us
 from tenancy.models import Person, Rights, Tenant
@@ -31,7 +32,7 @@ def _tenant(slug: str | None) -> Tenant | None:
         return None
     tenant = Tenant.objects.filter(slug=slug).first()
     if tenant is None:
-        raise CommandError(f"NOT_FOUND: no tenant {slug!r}", returncode=1)
+        raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {slug!r}", returncode=1)
     return tenant
 
 
@@ -49,14 +50,16 @@ def _interval(opts: dict[str, Any]) -> tuple[int | None, int | None] | None:
             parse_us(opts["valid_to"]) if opts["valid_to"] else None,
         )
     except TimeParseError as exc:
-        raise CommandError(f"CLARIFY_UNPARSEABLE_ANSWER: {exc}", returncode=1) from exc
+        raise CommandError(f"{ErrorCode.CLARIFY_UNPARSEABLE_ANSWER}: {exc}", returncode=1) from exc
 
 
 def _clarification(raw: str) -> Clarification:
     try:
         return Clarification.objects.select_related("tenant", "target").get(pk=uuid.UUID(raw))
     except (ValueError, Clarification.DoesNotExist) as exc:
-        raise CommandError(f"NOT_FOUND: no clarification {raw!r}", returncode=1) from exc
+        raise CommandError(
+            f"{ErrorCode.NOT_FOUND}: no clarification {raw!r}", returncode=1
+        ) from exc
 
 
 LS_CHUNK = 500
@@ -214,7 +217,7 @@ class Command(BaseCommand):
         assert tenant is not None
         person = Person.objects.filter(tenant=tenant, email=opts["person"].lower()).first()
         if person is None:
-            raise CommandError(f"NOT_FOUND: no person {opts['person']!r}", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no person {opts['person']!r}", returncode=1)
         changed = erase_person_attribution(tenant=tenant, person=person, via="cli")
         self.emit(
             opts,
@@ -265,13 +268,14 @@ class Command(BaseCommand):
         ).first()
         if person is None:
             raise CommandError(
-                f"RESPONDER_NOT_AUTHORISED: {opts['responder']} is not a person of "
+                f"{ErrorCode.RESPONDER_NOT_AUTHORISED}: {opts['responder']} is not a person of "
                 f"{clar.tenant.slug}",
                 returncode=1,
             )
         if override and person.role != Rights.STEWARD:
             raise CommandError(
-                "STEWARD_OVERRIDE_FORBIDDEN: review needs a steward responder", returncode=1
+                f"{ErrorCode.STEWARD_OVERRIDE_FORBIDDEN}: review needs a steward responder",
+                returncode=1,
             )
         reason = (opts.get("reason") or "").strip()
         if reason and not override:
@@ -303,7 +307,7 @@ class Command(BaseCommand):
                 )
             reply = answer_reply(outcome)
         except NoReadPermission as exc:  # said as for a missing clarification
-            missing = f"NOT_FOUND: no clarification {str(clar.pk)!r}"
+            missing = f"{ErrorCode.NOT_FOUND}: no clarification {str(clar.pk)!r}"
             raise CommandError(missing, returncode=1) from exc
         except DomainError as exc:
             raise CommandError(f"{exc.code}: {exc.detail}", returncode=1) from exc

@@ -14,6 +14,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from common.times import iso
 from ingest.detection.build import detect
 from ingest.detection.report import detection_report, refusal_report
@@ -77,7 +78,9 @@ class Command(BaseCommand):
         if opts["tenant"]:
             tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
             if tenant is None:
-                raise CommandError(f"NOT_FOUND: no tenant {opts['tenant']!r}", returncode=1)
+                raise CommandError(
+                    f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1
+                )
             names = people_by_name(tenant)
         root = Path(opts["root"])
         if not root.is_dir():

@@ -33,6 +33,7 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
+from common.codes import ErrorCode, JobReason
 from graph.services import acl_principal_valid
 from ingest.documents import IngestOutcome, people_by_name
 from ingest.folder import FileRead, FolderOptions, files_ingest, files_read, iter_files
@@ -172,7 +173,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
         if tenant is None:
-            raise CommandError(f"NOT_FOUND: no tenant {opts['tenant']!r}", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
         acl = [p.strip() for p in opts["acl"].split(",") if p.strip()] or None
         if acl and not all(acl_principal_valid(p) for p in acl):
             raise CommandError("--acl takes group:NAME, email:ADDR or aad:OID", returncode=2)
@@ -213,7 +214,9 @@ class Command(BaseCommand):
         else:
             self._table(totals.as_dict())
         if totals.errors and len(totals.errors) == totals.files:
-            raise CommandError("INGEST_FAILED: no file could be ingested", returncode=1)
+            raise CommandError(
+                f"{JobReason.INGEST_FAILED}: no file could be ingested", returncode=1
+            )
 
     def _batches(
         self, tenant: Tenant, reads: Iterator[FileRead], options: FolderOptions

@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from privacy.erasure import person_erase
 from tenancy.models import Person, Tenant
 
@@ -27,12 +28,12 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
         if tenant is None:
-            raise CommandError(f"NOT_FOUND: no tenant {opts['tenant']!r}", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
         person = Person.objects.filter(
             tenant=tenant, email=opts["person"].lower(), erased_at__isnull=True
         ).first()
         if person is None:
-            raise CommandError(f"NOT_FOUND: no person {opts['person']!r}", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no person {opts['person']!r}", returncode=1)
         counts = person_erase(tenant=tenant, person=person, via="cli")
         if opts["json"]:
             self.stdout.write(json.dumps(counts))

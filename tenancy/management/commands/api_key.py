@@ -6,6 +6,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from common.errors import DomainError
 from tenancy.models import ApiKey, Audience, Person, Rights, Tenant
 from tenancy.services import api_key_create, api_key_revoke
@@ -31,20 +32,22 @@ class Command(BaseCommand):
             try:
                 key = ApiKey.objects.get(pk=uuid.UUID(opts["id"]))
             except (ValueError, ApiKey.DoesNotExist) as exc:
-                raise CommandError("NOT_FOUND: no such key", returncode=1) from exc
+                raise CommandError(f"{ErrorCode.NOT_FOUND}: no such key", returncode=1) from exc
             api_key_revoke(key=key)
             self.stdout.write(f"Revoked {key.pk}")
             return
         tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
         if tenant is None:
-            raise CommandError(f"NOT_FOUND: no tenant {opts['tenant']!r}", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
         person = None
         if opts["person"]:
             person = Person.objects.filter(
                 tenant=tenant, email=opts["person"].lower(), erased_at__isnull=True
             ).first()
             if person is None:
-                raise CommandError(f"NOT_FOUND: no person {opts['person']!r}", returncode=1)
+                raise CommandError(
+                    f"{ErrorCode.NOT_FOUND}: no person {opts['person']!r}", returncode=1
+                )
         if opts["role"] and person is None:
             raise CommandError("--role needs --person", returncode=2)
         if person is not None and opts["audience"]:

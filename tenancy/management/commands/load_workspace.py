@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from common.errors import DomainError
 from tenancy.services import workspace_load
 
@@ -23,7 +24,9 @@ class Command(BaseCommand):
         except OSError as exc:
             raise CommandError(f"cannot read {opts['file']}: {exc.strerror}", returncode=2) from exc
         except (json.JSONDecodeError, UnicodeDecodeError) as exc:
-            raise CommandError(f"WORKSPACE_INVALID: not valid JSON: {exc}", returncode=1) from exc
+            raise CommandError(
+                f"{ErrorCode.WORKSPACE_INVALID}: not valid JSON: {exc}", returncode=1
+            ) from exc
         try:
             result = workspace_load(data=data)
         except DomainError as exc:

@@ -9,6 +9,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from tenancy.models import Person, Tenant
 from tenancy.services import AwayRefused, person_away_set, person_back
 
@@ -27,7 +28,9 @@ def _person(tenant: Tenant, email: str, what: str = "person") -> Person:
         tenant=tenant, email=email.strip().lower(), erased_at__isnull=True
     ).first()
     if person is None:
-        raise CommandError(f"NOT_FOUND: no {what} {email!r} in {tenant.slug}", returncode=1)
+        raise CommandError(
+            f"{ErrorCode.NOT_FOUND}: no {what} {email!r} in {tenant.slug}", returncode=1
+        )
     return person
 
 
@@ -50,7 +53,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
         if tenant is None:
-            raise CommandError(f"NOT_FOUND: no tenant {opts['tenant']!r}", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
         if opts["action"] == "away":
             until = _day(opts["until"])
             person = _person(tenant, opts["email"])
