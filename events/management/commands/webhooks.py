@@ -5,6 +5,7 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from common.codes import ErrorCode
 from common.errors import DomainError
 from events.models import WebhookEndpoint
 from events.services import webhook_add, webhook_remove
@@ -14,7 +15,7 @@ from tenancy.models import Tenant
 def tenant_named(slug: str) -> Tenant:
     tenant = Tenant.objects.filter(slug=slug).first()
     if tenant is None:
-        raise CommandError(f"NOT_FOUND: no tenant {slug!r}", returncode=1)
+        raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {slug!r}", returncode=1)
     return tenant
 
 
@@ -80,6 +81,6 @@ class Command(BaseCommand):
         if opts["id"].isdigit():
             endpoint = WebhookEndpoint.objects.filter(pk=int(opts["id"])).first()
         if endpoint is None:
-            raise CommandError("NOT_FOUND: no such webhook", returncode=1)
+            raise CommandError(f"{ErrorCode.NOT_FOUND}: no such webhook", returncode=1)
         webhook_remove(endpoint)
         self.stdout.write(f"Removed webhook {opts['id']}")
