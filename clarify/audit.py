@@ -60,7 +60,7 @@ def audit_events_append(events: list[AuditEvent], *, request_ids: list[str] | No
     own = not transaction.get_connection().in_atomic_block
     with transaction.atomic(savepoint=False):
         if own:
-            _clarifications_hold({e.clarification_id for e in events} - {None})
+            clarifications_hold({e.clarification_id for e in events} - {None})
         for hook in _BEFORE_INSERT:
             hook(events)
         audit_events_insert(events)
@@ -79,8 +79,9 @@ def audit_events_append(events: list[AuditEvent], *, request_ids: list[str] | No
     audit_events_count(counted)
 
 
-def _clarifications_hold(ids: set[Any]) -> None:
-    """Lock these clarifications (FOR NO KEY UPDATE where the database has it), in order."""
+def clarifications_hold(ids: set[Any]) -> None:
+    """Lock these clarifications (FOR NO KEY UPDATE where the database has it), in id
+    order: what a transaction that appends audit events takes before the chain head."""
     if ids:
         locked = Clarification.objects.select_for_update(no_key=True).filter(pk__in=ids)
         list(locked.order_by("pk").values_list("pk", flat=True))

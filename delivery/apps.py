@@ -19,7 +19,7 @@ class DeliveryConfig(AppConfig):
         from graph import access
         from jobs.policies import KindPolicy, register_kind
 
-        from . import history, integrity, revocation, worker
+        from . import history, integrity, reminders, revocation, worker
 
         # The routing jobs of clarifications: clarify's policy, this app's round handler.
         register_kind(
@@ -35,12 +35,11 @@ class DeliveryConfig(AppConfig):
         # Losing read access revokes the cards sent (the core's seam, never an import up).
         if revocation.read_access_recheck not in access.READ_ACCESS_HOOKS:
             access.READ_ACCESS_HOOKS.append(revocation.read_access_recheck)
-        # A reminder job waits in `run_after` (the delay), then runs once, in the same
-        # round handler (it tells reminders from routing jobs by kind).
+        # A reminder job waits in `run_after` (the delay), then runs once, a round at a time.
         register_kind(
-            worker.REMINDER_KIND,
+            reminders.REMINDER_KIND,
             lambda: KindPolicy(max_attempts=1),
-            handler=worker.handle_leases,
+            handler=worker.handle_reminders,
             rounds=True,
         )
         post_migrate.connect(_ensure_digest_schedule, sender=self)

@@ -147,7 +147,7 @@ def _flush(mine: Any, now: Any) -> int:
             route.channel.name,
         )
     # Each card listed gets its one reminder, like a card sent alone: the card itself
-    # again, on the digest's channel with its nonce (`worker._remind`).
+    # again, on the digest's channel with its nonce (`worker.handle_reminders`).
     reminders_enqueue(
         open_items, {person.tenant_id: policy_for(person.tenant).reminder_after_hours}
     )

@@ -53,6 +53,7 @@ from django.db import transaction
 from django.db.models import Count, Q
 from django.utils import timezone
 
+from clarify.audit import clarifications_hold
 from clarify.models import AuditEvent, Clarification, ResponseRecord, Severity
 from clarify.policy import policy_for
 from clarify.reports import target_names
@@ -103,7 +104,7 @@ from .plan import (
     reminder_plan,
     steward_messages,
 )
-from .reminders import REMINDER_KIND, reminders_enqueue
+from .reminders import reminders_enqueue
 from .restriction import (
     excerpt_for_chat,
     gated_card,
@@ -183,12 +184,6 @@ def handle_leases(leases: list[Lease]) -> None:
     """Process a round of leased clarify:temporal jobs (see the module docstring). It
     raises only before anything is written or sent (the round's transaction rolled
     back); after that a failure fails the jobs it touched, not the round."""
-    reminders = [lease for lease in leases if lease.job.kind == REMINDER_KIND]
-    if reminders:
-        _remind(reminders)
-        leases = [lease for lease in leases if lease.job.kind != REMINDER_KIND]
-        if not leases:
-            return
     round_ = _load(leases)
     items = _record(round_, [Leased(lease, round_.clars.get(lease.job.pk)) for lease in leases])
     try:
@@ -933,8 +928,7 @@ def _write_outcomes(
     jobs) leaves the caller's transaction usable."""
     with transaction.atomic():
         held = {r.clarification_id for r in sent} | {e.clarification_id for _, e in events}
-        locked = Clarification.objects.select_for_update(no_key=True).filter(pk__in=held - {None})
-        list(locked.order_by("pk").values_list("pk", flat=True))
+        clarifications_hold(held - {None})
         if sent:
             sent_rows_write(sent)
             reminders_enqueue(sent, reminders)
@@ -1091,7 +1085,7 @@ class Reminder:
     plan: Plan = field(default_factory=lambda: Plan(Step.LOST))
 
 
-def _remind(leases: list[Lease]) -> None:
+def handle_reminders(leases: list[Lease]) -> None:
     """A round of reminder jobs: load their cards → plan each (`reminder_plan`) → record
     in one transaction (the card marked reminded, `reminded` audited, the job done) →
     send the card again on its channel with its nonce, marked as a reminder. A send that

@@ -5,13 +5,13 @@ that wrote them — a rolled-back change sends nothing — and wakes the sender 
 commits. Each job's payload is the message as it will be sent (its id, type, timestamp
 and data), so a retry or a re-send sends the same message."""
 
-from datetime import UTC, datetime
 from typing import Any
 
 from django.db import transaction
 from django.db.models import Q
 
 from clarify.models import AuditEvent, Clarification
+from common.times import from_us
 from graph.models import NodeVersion
 from jobs import dispatch
 from jobs.services import JobSpec, jobs_enqueue
@@ -42,12 +42,14 @@ def webhook_type(event: AuditEvent) -> str | None:
 def timestamp(at: int) -> str:
     """An event's time in the message body: RFC 3339 UTC with microseconds (Standard
     Webhooks' `timestamp`)."""
-    return datetime.fromtimestamp(at / 1_000_000, tz=UTC).isoformat().replace("+00:00", "Z")
+    return from_us(at).isoformat().replace("+00:00", "Z")
 
 
 def _passage(clar: Clarification) -> str | None:
+    """The span's text; none for a restricted source (a label such as "privileged": its
+    text leaves the product only through a steward, as the cards' gate has it)."""
     version, start, end = clar.source_version, clar.span_start, clar.span_end
-    if version is None or start is None or end is None:
+    if version is None or start is None or end is None or version.source.restriction:
         return None
     return str(version.text[start:end])
 
@@ -124,14 +126,18 @@ def outbox_write(events: list[AuditEvent]) -> None:
         return
     specs: dict[Any, list[JobSpec]] = {}
     for event, type in announced:
+        bodies: dict[bool, dict[str, Any]] = {}  # built once per event, with or without text
         for endpoint in endpoints:
             if endpoint.tenant_id != event.tenant_id or type not in endpoint.event_types:
                 continue
+            with_text = endpoint.with_text
+            if with_text not in bodies:
+                bodies[with_text] = message(event, type, with_text)
             payload = {
                 "v": 1,
                 "endpoint": endpoint.pk,
                 "id": f"msg_{event.pk}",
-                "body": message(event, type, endpoint.with_text),
+                "body": bodies[with_text],
             }
             stream = f"{endpoint.pk}:{event.clarification_id}"
             spec = JobSpec(WEBHOOK_KIND, payload, subject=stream)

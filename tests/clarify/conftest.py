@@ -21,7 +21,7 @@ from common.times import to_us
 from graph.models import NodeVersion
 from jobs.models import Job
 from tenancy.services import workspace_load
-from tests.submissions import Submission
+from tests.submissions import OMIT, Submission
 
 
 def us(text: str) -> int:
@@ -94,6 +94,7 @@ def build_submission(
     detector_confidence: float = DETECTOR_CONFIDENCE,
     applied_confidence: float = APPLIED_CONFIDENCE,
     extraction_confidence: float = EXTRACTION_CONFIDENCE,
+    restriction: Any = OMIT,
 ) -> dict[str, Any]:
     """A Submission (CONTRACT §3.1) with one fact node (ref 0) and PERSON nodes.
 
@@ -106,6 +107,7 @@ def build_submission(
         title="Master services agreement",
         uri="https://example.test/msa",
         acl=acl,
+        restriction=restriction,
     )
     fact = sub.fact(
         key,

@@ -144,6 +144,17 @@ def test_conflict_and_dead_letter_reach_only_their_subscribers(hooks, inbox, sub
     assert dead["data"]["clarificationId"] == abandoned and dead["data"]["passage"]
 
 
+def test_a_restricted_source_s_passage_is_never_sent(hooks, inbox, submit):
+    """Even to an endpoint added --with-text: a restricted source's text leaves only
+    through a steward, as on the cards."""
+    add(hooks, "texts", "clarification.opened", "--with-text")
+    submit("privileged-memo", restriction="privileged")
+    submit("plain-memo")
+    assert send_webhooks() == 2
+    passages = [m["data"]["passage"] for m in hooks.verified("texts")]
+    assert None in passages and any(passages)  # the plain memo's passage is sent
+
+
 def test_a_rolled_back_answer_sends_nothing(hooks, inbox, submit, person_client):
     clar_id = submit("rolled-back")
     assert run_clarify() == 1
