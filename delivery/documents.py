@@ -24,7 +24,7 @@ from ingest.highlight import passage_highlighted
 from tenancy.models import Person
 
 from .cards import QUESTION_BY_KIND, linkable
-from .inbox.views import _person
+from .identity import signed_in_person
 
 
 def _uuid(raw: Any) -> uuid.UUID | None:
@@ -71,7 +71,7 @@ def _question(clar: Clarification) -> str:
 @require_http_methods(["GET"])
 def document(request: HttpRequest, source_id: str) -> HttpResponse:
     """The document page (module docstring)."""
-    source = readable_source(_person(request), source_id)
+    source = readable_source(signed_in_person(request), source_id)
     clar = asked_on(source, request.GET.get("clarification"))
     version: SourceVersion | None = (
         clar.source_version if clar is not None else source.versions.order_by("-tx").first()

@@ -7,11 +7,19 @@ import logging
 from dataclasses import dataclass
 
 from django.db.models import Q, QuerySet
+from django.http import HttpRequest
 
 from tenancy.models import Person, PersonAlias, Tenant, normalise_alias
 from tenancy.selectors import person_by_alias
 
 log = logging.getLogger(__name__)
+
+
+def signed_in_person(request: HttpRequest) -> Person | None:
+    """The person behind the request's signed-in user (the inbox, its pages, the email
+    link's confirmation), or None: no person, or an erased one."""
+    person = getattr(request.user, "person", None)
+    return person if person is not None and person.erased_at is None else None
 
 
 @dataclass(frozen=True)

@@ -43,6 +43,7 @@ from ..actions import (
 )
 from ..cards import SOMETHING_ELSE, build_card, candidate_label
 from ..gate import floor_check
+from ..identity import signed_in_person
 from ..models import Delivery, DeliveryKind
 from ..restriction import excerpt_for_chat
 from .render import OTHER
@@ -81,11 +82,6 @@ ANSWERED_BEFORE = Refusal(
     "You have answered this question already",
     "Each link answers once. Your earlier answer stands; nothing more was recorded.",
 )
-
-
-def _person(request: HttpRequest) -> Any:
-    person = getattr(request.user, "person", None)
-    return person if person is not None and person.erased_at is None else None
 
 
 def _index(delivery: Delivery, choice: str) -> int | Refusal | None:
@@ -193,7 +189,7 @@ def _post(request: HttpRequest, delivery: Delivery | None, nonce: str, choice: s
     """The button: through the one tap pipeline with the delivery read here (once). Only
     the link's own rules come first, writing nothing: a choice the card does not have,
     a link used already."""
-    person, index = _person(request), None
+    person, index = signed_in_person(request), None
     if delivery is not None:
         parsed = _index(delivery, choice)
         if isinstance(parsed, Refusal):
@@ -227,7 +223,7 @@ def answer(request: HttpRequest, nonce: str, choice: str) -> HttpResponse:
         return _sign_in(request, delivery)
     if request.method == "POST":
         return _post(request, delivery, nonce, choice)
-    refusal = preview_refusal(_person(request), delivery)
+    refusal = preview_refusal(signed_in_person(request), delivery)
     if refusal is not None:
         return _refused(request, refusal)
     assert delivery is not None

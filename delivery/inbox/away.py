@@ -17,6 +17,7 @@ from common.codes import AwayError
 from tenancy.models import Person
 from tenancy.services import AwayRefused, person_away_set, person_back
 
+from ..identity import signed_in_person
 from ..models import Delivery, DeliveryKind
 
 DELEGATED_SHOWN = 20
@@ -42,18 +43,13 @@ def delegated_cards(person: Person) -> list[dict[str, Any]]:
     ]
 
 
-def _person(request: HttpRequest) -> Person | None:
-    person = getattr(request.user, "person", None)
-    return person if person is not None and person.erased_at is None else None
-
-
 @login_required
 @require_http_methods(["GET", "POST"])
 def away(request: HttpRequest) -> HttpResponse:
     """GET: the form (the day, a delegate of the same workspace). POST `action=away`
     marks the signed-in person away, `action=back` back; a refusal is shown with its code
     and nothing is written."""
-    person = _person(request)
+    person = signed_in_person(request)
     if person is None:
         return render(request, "inbox/away.html", {"person": None}, status=403)
     error = ""

@@ -35,14 +35,10 @@ from ..cards import (
     candidate_label,
     card_of_row,
 )
+from ..identity import signed_in_person
 from ..models import Delivery, DeliveryKind, NonceState
 from ..restriction import excerpt_for_chat
 from .away import delegated_cards
-
-
-def _person(request: HttpRequest) -> Person | None:
-    person = getattr(request.user, "person", None)
-    return person if person is not None and person.erased_at is None else None
 
 
 def open_cards(person: Person) -> list[dict[str, Any]]:
@@ -139,7 +135,7 @@ def steward_items(person: Person) -> list[StewardItem]:
 @login_required
 @require_http_methods(["GET"])
 def inbox(request: HttpRequest) -> HttpResponse:
-    person = _person(request)
+    person = signed_in_person(request)
     cards = open_cards(person) if person is not None else []
     stewarding = steward_items(person) if person is not None else []
     delegated = delegated_cards(person) if person is not None else []
@@ -198,7 +194,7 @@ def answer(request: HttpRequest) -> HttpResponse:
     index, custom = _answer_of(data)
     reply = card_action_process(
         channel="inbox",
-        actor=_person(request),
+        actor=signed_in_person(request),
         clarification_id=data.get("clarification_id", ""),
         nonce=data.get("nonce", ""),
         answer_index=index,
@@ -256,7 +252,7 @@ def _pending_tap(request: HttpRequest) -> HttpResponse:
     """After sign-in: the kept tap's card with the choice to confirm (taken out of the
     session: a reload shows the inbox, where the card still is). Writes nothing."""
     tap = request.session.pop(PENDING_TAP, None)
-    person = _person(request)
+    person = signed_in_person(request)
     if not isinstance(tap, dict):
         return HttpResponseRedirect("/inbox/")
     tap = {name: str(tap.get(name, "")) for name in TAP_FIELDS}
@@ -284,7 +280,7 @@ def ask(request: HttpRequest) -> HttpResponse:
 
     if not settings.ASK_ENABLED:
         raise Http404("Asking is not enabled.")
-    person = _person(request)
+    person = signed_in_person(request)
     context: dict[str, Any] = {"person": person, "question": "", "answer": None}
     if request.method == "POST" and person is not None:
         question = request.POST.get("question", "").strip()[:1000]
@@ -302,7 +298,7 @@ def ask_now_view(request: HttpRequest) -> HttpResponse:
 
     from ..ask.services import ask_now
 
-    person = _person(request)
+    person = signed_in_person(request)
     if not settings.ASK_ENABLED or person is None:
         raise Http404("Asking is not enabled.")
     messages.info(
@@ -332,7 +328,7 @@ def fact(request: HttpRequest, node_id: str) -> HttpResponse:
 
     from ..ask.services import reader_for
 
-    person = _person(request)
+    person = signed_in_person(request)
     try:
         pk = _uuid.UUID(node_id)
     except ValueError as exc:
