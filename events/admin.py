@@ -6,10 +6,12 @@ from typing import Any
 
 from django import forms
 from django.contrib import admin, messages
+from django.db import transaction
 from django.db.models import QuerySet
 from django.http import HttpRequest
 
 from common.errors import DomainError
+from jobs import dispatch
 from jobs.models import JobStatus
 from jobs.services import JobSpec, jobs_enqueue
 from tenancy.steward_admin import TenantScopedAdmin, steward_of
@@ -85,8 +87,16 @@ class WebhookDeliveryAdmin(TenantScopedAdmin):
     def resend(self, request: HttpRequest, queryset: QuerySet[WebhookDelivery]) -> None:
         """Each selected message again, as a new job (same message id, so a receiver that
         already has it can tell); unfinished ones are left to run."""
-        finished = list(queryset.filter(status__in=[JobStatus.DONE, JobStatus.DEAD]))
+        finished = list(
+            queryset.filter(status__in=[JobStatus.DONE, JobStatus.DEAD]).select_related("tenant")
+        )
+        by_tenant: dict[Any, tuple[Any, list[JobSpec]]] = {}
         for job in finished:
             spec = JobSpec(WEBHOOK_KIND, job.payload, job.priority, None, job.subject)
-            jobs_enqueue(tenant=job.tenant, specs=[spec])
+            by_tenant.setdefault(job.tenant_id, (job.tenant, []))[1].append(spec)
+        with transaction.atomic():
+            for tenant, specs in by_tenant.values():
+                jobs_enqueue(tenant=tenant, specs=specs)
+            # Sent now, not at the next sweep (as the outbox wakes the sender).
+            transaction.on_commit(lambda: dispatch.kick(WEBHOOK_KIND))
         self.message_user(request, f"{len(finished)} message(s) queued to be sent again.")
