@@ -17,17 +17,19 @@ import django
 
 NEEDLES = {
     "email": "alice@acme.test",
-    "name": "Alice Author",
+    "name": "Alice Quennevilleson",
     "slackUserId": "U0ALICEBYTES",
     "teamsUserId": "29:alice-bytes-teams",
     "aadOid": "9f0c1a2b-0000-4000-8000-0000b17e5a11",
     # Her user principal name: provisioned by SCIM as her userName (alias and sign-in name).
     "upn": "alice.bytes@corp.acme.test",
-    # Her name as the SQLite search index holds it (FTS5, porter stem of "Alice").
-    "searchTerm": "alic",
+    # Her surname as the SQLite search index holds it (an FTS5 porter term). A surname no
+    # other text holds and too long to occur by chance in the file's random bytes (salts,
+    # nonces, session keys): a 4-byte stem such as "alic" did, about once in 30 runs.
+    "searchTerm": "quennevilleson",
     # Her name and email as storage rewrote uploaded file names (the stored name, in
     # ingest_document.file and on disk): spaces to underscores, "@" dropped.
-    "storedName": "Alice_Author",
+    "storedName": "Alice_Quennevilleson",
     "storedEmail": "aliceacme.test",
 }
 
@@ -62,14 +64,15 @@ def found_media(root: Path) -> dict[str, list[str]]:
 
 def _uploads(acme: Any) -> None:
     """Uploads named after her, stored the way uploads were before they got neutral names
-    (storage rewrites "Alice Author CV.txt" to Alice_Author_CV.txt, a second one of that
-    name to Alice_Author_CV_xxxxxxx.txt, "alice@acme.test-notes.txt" to
+    (storage rewrites "Alice Quennevilleson CV.txt" to Alice_Quennevilleson_CV.txt, a
+    second one of that name to Alice_Quennevilleson_CV_xxxxxxx.txt, "alice@acme.test-notes.txt" to
     aliceacme.test-notes.txt); their content does not name her."""
     from django.core.files.base import ContentFile
 
     from ingest.uploads import document_upload
 
-    for name in ("Alice Author CV.txt", "Alice Author CV.txt", "alice@acme.test-notes.txt"):
+    names = [f"{NEEDLES['name']} CV.txt"] * 2 + ["alice@acme.test-notes.txt"]
+    for name in names:
         doc = document_upload(tenant=acme, filename=name, content=ContentFile(b"A CV."), size=5)
         doc.file.delete(save=False)
         doc.file.save(name, ContentFile(b"A CV."), save=True)
