@@ -14,28 +14,38 @@ from common.times import iso
 from tenancy.models import Tenant
 
 from .models import ChainHead
-from .sql import chain_head_lock, chain_head_move
+from .sql import (
+    chain_head_lock,
+    chain_head_move,
+    chain_heads_announced,
+    linked_on_insert,
+)
 
 
 def chain_events(events: list[AuditEvent]) -> None:
-    """Give each event its place in its tenant's chain, in order: a fresh salt, the
-    detail's commitment, the predecessor's hash and its own; then move the head. The
-    head row stays locked until the transaction ends, so the next writer of the same
-    tenant chains after this one (other tenants are not held up). Each event also
-    carries the event types the tenant's endpoints subscribe to (`announce`, read with
-    the head) for the outbox. Tenants in a fixed
-    order, so two batches of several tenants never wait for each other in a circle."""
+    """Prepare each event for its tenant's chain, in order: a fresh salt and the detail's
+    commitment, and the event types the tenant's endpoints subscribe to (`announce`, for
+    the outbox). Then link them — the predecessor's hash, the place and their own hash,
+    the head moved — where the database does not do it as they are inserted
+    (`linked_on_insert`: PostgreSQL's trigger, which holds the head from the insert to
+    the commit). Here, on SQLite, the head is read and moved in the appending IMMEDIATE
+    transaction."""
     by_tenant: dict[Any, list[AuditEvent]] = {}
     for event in events:
+        event.salt = new_salt()
+        event.commitment = commitment(event.salt, event.detail)
         by_tenant.setdefault(event.tenant_id, []).append(event)
+    if linked_on_insert():
+        announced = chain_heads_announced(list(by_tenant))
+        for tenant_id, of_tenant in by_tenant.items():
+            _announce(of_tenant, announced.get(tenant_id, ""))
+        return
     for tenant_id in sorted(by_tenant, key=str):
         seq, prev, announce = chain_head_lock(tenant_id)
-        subscribed = frozenset(announce.split(",")) - {""}
+        _announce(by_tenant[tenant_id], announce)
         for event in by_tenant[tenant_id]:
-            event.announce = subscribed  # type: ignore[attr-defined]  # for the outbox
             seq += 1
-            event.seq, event.prev_hash, event.salt = seq, prev, new_salt()
-            event.commitment = commitment(event.salt, event.detail)
+            event.seq, event.prev_hash = seq, prev
             event.hash = prev = link_hash(
                 seq=seq,
                 prev_hash=event.prev_hash,
@@ -45,6 +55,12 @@ def chain_events(events: list[AuditEvent]) -> None:
                 commitment=event.commitment,
             )
         chain_head_move(tenant_id, seq, prev)
+
+
+def _announce(events: list[AuditEvent], announce: str) -> None:
+    subscribed = frozenset(announce.split(",")) - {""}
+    for event in events:
+        event.announce = subscribed  # type: ignore[attr-defined]  # for the outbox
 
 
 _COLUMNS = (

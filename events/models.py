@@ -18,9 +18,11 @@ WEBHOOK_EVENT_TYPES = (
 
 
 class ChainHead(models.Model):
-    """The last link of a tenant's audit hash chain: its place and hash. The append locks
-    this row (`SELECT … FOR UPDATE`), so a tenant's events are chained one transaction
-    at a time while other tenants' go on; published in the export and on /metrics."""
+    """The last link of a tenant's audit hash chain: its place and hash. Linking an event
+    locks this row until the transaction ends (PostgreSQL: the events' insert trigger;
+    SQLite: `events.chain.chain_events`), so a tenant's events are chained one
+    transaction at a time while other tenants' go on; published in the export and on
+    /metrics."""
 
     tenant = models.OneToOneField(
         Tenant, on_delete=models.CASCADE, primary_key=True, related_name="chain_head"
@@ -28,7 +30,7 @@ class ChainHead(models.Model):
     seq = models.BigIntegerField(default=0)
     hash = models.CharField(max_length=64)
     # The event types some endpoint of the tenant subscribes to, comma-separated (kept by
-    # `events.services`): read with the head by every append, so a tenant without
+    # `events.services`): read by every append, so a tenant without
     # subscribers costs the outbox nothing.
     announce = models.CharField(max_length=200, blank=True, default="")
 

@@ -35,7 +35,8 @@ def event_types_checked(types: Iterable[str]) -> list[str]:
 
 def announce_refresh(tenant_id: Any) -> None:
     """Record on the tenant's chain head which event types its endpoints subscribe to
-    (the head locked, so an append sees the endpoints before or after, never half)."""
+    (the head locked, so two saves of one tenant's endpoints take turns; an append reads
+    the subscriptions before or after, never half)."""
     chain_head_lock(tenant_id)
     wanted = set()
     for types in WebhookEndpoint.objects.filter(tenant_id=tenant_id).values_list(

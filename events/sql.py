@@ -1,6 +1,9 @@
-"""The chain head's literal SQL (every appended batch of audit events runs it, inside the
-appending transaction): lock the tenant's head row, create it when the tenant has none,
-move it. Names from the model's `_meta` (`common.sql`)."""
+"""The chain head's literal SQL. On SQLite every appended batch of audit events runs it,
+inside the appending transaction: lock the tenant's head row, create it when the tenant
+has none, move it. On PostgreSQL the database links each event as it is inserted (the
+trigger `LINK_TRIGGER`, installed by migration events 0003); the append only reads the
+tenants' subscriptions (`chain_heads_announced`). Names from the model's
+`_meta` (`common.sql`)."""
 
 from typing import Any
 
@@ -25,6 +28,17 @@ _MOVE_SQL = (
     f"UPDATE {table(ChainHead)} SET {column(ChainHead, 'seq')} = %s,"
     f" {column(ChainHead, 'hash')} = %s WHERE {column(ChainHead, 'tenant')} = %s"
 )
+
+
+# The trigger that links each audit event as it is inserted (PostgreSQL;
+# events/migrations/0003_chain_linked_on_insert.py).
+LINK_TRIGGER = "events_chain_link"
+
+
+def linked_on_insert() -> bool:
+    """Whether the database links the audit events as they are inserted (PostgreSQL's
+    trigger); otherwise the append links them (`events.chain.chain_events`)."""
+    return connections[router.db_for_write(ChainHead)].vendor == "postgresql"
 
 
 def _tenant_param(tenant_id: Any, connection: Any) -> Any:
@@ -65,3 +79,21 @@ def chain_head_announce(tenant_id: Any, announce: str) -> None:
     connection = connections[router.db_for_write(ChainHead)]
     with connection.cursor() as cursor:
         cursor.execute(_ANNOUNCE_SQL, [announce, _tenant_param(tenant_id, connection)])
+
+
+_ANNOUNCED_SQL = (
+    f"SELECT {column(ChainHead, 'tenant')}, {column(ChainHead, 'announce')}"
+    f" FROM {table(ChainHead)} WHERE {column(ChainHead, 'tenant')} IN ({{params}})"
+)
+
+
+def chain_heads_announced(tenant_ids: list[Any]) -> dict[Any, str]:
+    """What each tenant's endpoints subscribe to (`announce`), read without a lock: an
+    endpoint saved while an append is under way hears of the events of the transactions
+    that read its subscription after it was committed. Keyed by the ids as given."""
+    connection = connections[router.db_for_write(ChainHead)]
+    params = {_tenant_param(t, connection): t for t in tenant_ids}
+    sql = _ANNOUNCED_SQL.format(params=", ".join(["%s"] * len(params)))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, list(params))
+        return {params[tenant]: str(announce or "") for tenant, announce in cursor.fetchall()}

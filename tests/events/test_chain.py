@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from django.apps import apps
 
+from clarify.audit import audit_events_append
 from clarify.models import AuditEvent
 from clarify.services import audit_event_append
 from events.models import ChainHead
@@ -128,6 +129,22 @@ def test_tenants_have_chains_of_their_own(trail):
     assert verify()[1]["head"]["seq"] == len(trail)
     missing = telha("audit", "verify", "--tenant", "nope")
     assert missing.code == 1 and "NOT_FOUND" in missing.err
+
+
+def test_one_append_of_two_tenants_chains_each_in_the_order_given(trail):
+    """Events of two tenants interleaved in one append: each tenant's are chained in the
+    order given (the append groups them by tenant, a fixed order, for the heads' locks)."""
+    acme, other = Tenant.objects.get(slug="acme"), Tenant.objects.create(slug="globex", name="G")
+    events = [
+        AuditEvent(tenant=t, at=1, type="note", detail={"n": i})
+        for i, t in enumerate((other, acme, other, acme))
+    ]
+    audit_events_append(events)
+    assert all(e.pk for e in events)
+    for tenant, given in ((other, [0, 2]), (acme, [1, 3])):
+        chained = AuditEvent.objects.filter(tenant=tenant, detail__has_key="n").order_by("seq")
+        assert [e.detail["n"] for e in chained] == given
+    assert verify("globex")[0] == 0 and verify()[0] == 0
 
 
 def test_the_head_is_published_as_a_metric(trail):
