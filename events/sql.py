@@ -1,7 +1,7 @@
 """The chain head's literal SQL. On SQLite every appended batch of audit events runs it,
 inside the appending transaction: lock the tenant's head row, create it when the tenant
 has none, move it. On PostgreSQL the database links each event as it is inserted (the
-trigger `LINK_TRIGGER`, installed by migration events 0003); the append only reads the
+trigger `events_chain_link`, installed by migration events 0003); the append only reads the
 tenants' subscriptions (`chain_heads_announced`). Names from the model's
 `_meta` (`common.sql`)."""
 
@@ -28,11 +28,6 @@ _MOVE_SQL = (
     f"UPDATE {table(ChainHead)} SET {column(ChainHead, 'seq')} = %s,"
     f" {column(ChainHead, 'hash')} = %s WHERE {column(ChainHead, 'tenant')} = %s"
 )
-
-
-# The trigger that links each audit event as it is inserted (PostgreSQL;
-# events/migrations/0003_chain_linked_on_insert.py).
-LINK_TRIGGER = "events_chain_link"
 
 
 def linked_on_insert() -> bool:

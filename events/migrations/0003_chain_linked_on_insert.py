@@ -10,8 +10,8 @@ while it is held (issue 33 item 3). The salt and the commitment stay the applica
 SQLite: the append links the events itself (`events.chain.chain_events`), its IMMEDIATE
 transaction the only writer.
 
-The SQL is written out here, as it was when this migration was made; the trigger's
-name is `events.sql.LINK_TRIGGER`."""
+The SQL is written out here, as it was when this migration was made (the trigger and
+its function are both named `events_chain_link`)."""
 
 from django.db import migrations
 
