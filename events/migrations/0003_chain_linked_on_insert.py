@@ -7,6 +7,10 @@ insert to the commit only — no round trip to the application for the lock and 
 while it is held (issue 33 item 3). The salt and the commitment stay the application's
 (`events.chain.chain_events`): the detail's canonical form is Python's.
 
+A row that arrives linked (`seq` set: an application process of the release before this
+one, which locked and moved the head itself, still running during the upgrade) is left
+as it is, so both kinds of writer extend one chain.
+
 SQLite: the append links the events itself (`events.chain.chain_events`), its IMMEDIATE
 transaction the only writer.
 
@@ -24,6 +28,9 @@ DECLARE
     s bigint;
     p text;
 BEGIN
+    IF NEW.seq IS NOT NULL THEN
+        RETURN NEW;  -- linked by the application already (a process of the release before)
+    END IF;
     SELECT seq, hash INTO s, p FROM events_chainhead
     WHERE tenant_id = NEW.tenant_id FOR UPDATE;
     IF NOT FOUND THEN

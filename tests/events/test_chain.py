@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from django.apps import apps
+from django.db import connection
 
 from clarify.audit import audit_events_append
 from clarify.models import AuditEvent
@@ -145,6 +146,22 @@ def test_one_append_of_two_tenants_chains_each_in_the_order_given(trail):
         chained = AuditEvent.objects.filter(tenant=tenant, detail__has_key="n").order_by("seq")
         assert [e.detail["n"] for e in chained] == given
     assert verify("globex")[0] == 0 and verify()[0] == 0
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="the insert trigger is PostgreSQL's")
+def test_events_linked_by_the_application_and_by_the_trigger_form_one_chain(trail, monkeypatch):
+    """During an upgrade a process of the release before links its events itself (head
+    locked and moved by the application); the trigger leaves such a row as it is and
+    links the next one after it."""
+    acme = Tenant.objects.get(slug="acme")
+    with monkeypatch.context() as patched:
+        patched.setattr("events.chain.linked_on_insert", lambda: False)
+        audit_event_append(tenant=acme, type="note", detail={"by": "the application"})
+    audit_event_append(tenant=acme, type="note", detail={"by": "the trigger"})
+    code, verdict = verify()
+    assert code == 0 and verdict["events"] == len(trail) + 2, verdict
+    last = AuditEvent.objects.filter(tenant=acme).order_by("-seq")[:2]
+    assert [e.detail["by"] for e in last] == ["the trigger", "the application"]
 
 
 def test_the_head_is_published_as_a_metric(trail):
