@@ -24,16 +24,14 @@ from clarify.stewardship import clarification_override, erase_person_attribution
 from common.codes import ErrorCode
 from common.errors import DomainError
 from common.times import TimeParseError, iso, parse_us
+from tenancy.commands import tenant_named
 from tenancy.models import Person, Rights, Tenant
 
 
 def _tenant(slug: str | None) -> Tenant | None:
     if slug is None:
         return None
-    tenant = Tenant.objects.filter(slug=slug).first()
-    if tenant is None:
-        raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {slug!r}", returncode=1)
-    return tenant
+    return tenant_named(slug)
 
 
 def _interval(opts: dict[str, Any]) -> tuple[int | None, int | None] | None:

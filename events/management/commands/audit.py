@@ -8,7 +8,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.times import TimeParseError, parse_us
 from events.chain import chain_verify, export_rows
-from events.management.commands.webhooks import tenant_named
+from tenancy.commands import tenant_named
 
 
 class Command(BaseCommand):

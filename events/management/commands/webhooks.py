@@ -9,14 +9,7 @@ from common.codes import ErrorCode
 from common.errors import DomainError
 from events.models import WebhookEndpoint
 from events.services import webhook_add, webhook_remove
-from tenancy.models import Tenant
-
-
-def tenant_named(slug: str) -> Tenant:
-    tenant = Tenant.objects.filter(slug=slug).first()
-    if tenant is None:
-        raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {slug!r}", returncode=1)
-    return tenant
+from tenancy.commands import tenant_named
 
 
 class Command(BaseCommand):

@@ -6,10 +6,9 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from common.codes import ErrorCode
 from common.errors import DomainError
 from identity.services import sso_configure
-from tenancy.models import Tenant
+from tenancy.commands import tenant_named
 
 
 class Command(BaseCommand):
@@ -32,9 +31,7 @@ class Command(BaseCommand):
         conf.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
-        if tenant is None:
-            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
+        tenant = tenant_named(opts["tenant"])
         try:
             provider = sso_configure(
                 tenant=tenant,

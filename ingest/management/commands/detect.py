@@ -14,14 +14,13 @@ from typing import Any
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from common.codes import ErrorCode
 from common.times import iso
 from ingest.detection.build import detect
 from ingest.detection.report import detection_report, refusal_report
 from ingest.documents import people_by_name
 from ingest.folder import FileRead, files_read, iter_files
 from ingest.formats import SUPPORTED_LABEL, Refused
-from tenancy.models import Tenant
+from tenancy.commands import tenant_named
 
 
 def _result(read: FileRead, names: dict[str, str]) -> dict[str, Any]:
@@ -76,11 +75,7 @@ class Command(BaseCommand):
     def handle(self, *args: Any, **opts: Any) -> None:
         names: dict[str, str] = {}
         if opts["tenant"]:
-            tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
-            if tenant is None:
-                raise CommandError(
-                    f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1
-                )
+            tenant = tenant_named(opts["tenant"])
             names = people_by_name(tenant)
         root = Path(opts["root"])
         if not root.is_dir():

@@ -33,11 +33,12 @@ from typing import Any
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError, CommandParser, OutputWrapper
 
-from common.codes import ErrorCode, JobReason
+from common.codes import JobReason
 from graph.services import acl_principal_valid
 from ingest.documents import IngestOutcome, people_by_name
 from ingest.folder import FileRead, FolderOptions, files_ingest, files_read, iter_files
 from ingest.formats import SUPPORTED_LABEL
+from tenancy.commands import tenant_named
 from tenancy.models import Tenant
 
 GC_EVERY = 100  # files detected between full collections (of the run's objects only)
@@ -171,9 +172,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
-        if tenant is None:
-            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
+        tenant = tenant_named(opts["tenant"])
         acl = [p.strip() for p in opts["acl"].split(",") if p.strip()] or None
         if acl and not all(acl_principal_valid(p) for p in acl):
             raise CommandError("--acl takes group:NAME, email:ADDR or aad:OID", returncode=2)

@@ -7,7 +7,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.codes import ErrorCode
 from privacy.erasure import person_erase
-from tenancy.models import Person, Tenant
+from tenancy.commands import tenant_named
+from tenancy.models import Person
 
 
 class Command(BaseCommand):
@@ -26,9 +27,7 @@ class Command(BaseCommand):
         parser.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
-        if tenant is None:
-            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
+        tenant = tenant_named(opts["tenant"])
         person = Person.objects.filter(
             tenant=tenant, email=opts["person"].lower(), erased_at__isnull=True
         ).first()

@@ -8,7 +8,8 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.codes import ErrorCode
 from common.errors import DomainError
-from tenancy.models import ApiKey, Audience, Person, Rights, Tenant
+from tenancy.commands import tenant_named
+from tenancy.models import ApiKey, Audience, Person, Rights
 from tenancy.services import api_key_create, api_key_revoke
 
 
@@ -36,9 +37,7 @@ class Command(BaseCommand):
             api_key_revoke(key=key)
             self.stdout.write(f"Revoked {key.pk}")
             return
-        tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
-        if tenant is None:
-            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
+        tenant = tenant_named(opts["tenant"])
         person = None
         if opts["person"]:
             person = Person.objects.filter(

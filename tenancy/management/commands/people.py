@@ -10,6 +10,7 @@ from typing import Any
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from common.codes import ErrorCode
+from tenancy.commands import tenant_named
 from tenancy.models import Person, Tenant
 from tenancy.services import AwayRefused, person_away_set, person_back
 
@@ -51,9 +52,7 @@ class Command(BaseCommand):
         back.add_argument("--json", action="store_true")
 
     def handle(self, *args: Any, **opts: Any) -> None:
-        tenant = Tenant.objects.filter(slug=opts["tenant"]).first()
-        if tenant is None:
-            raise CommandError(f"{ErrorCode.NOT_FOUND}: no tenant {opts['tenant']!r}", returncode=1)
+        tenant = tenant_named(opts["tenant"])
         if opts["action"] == "away":
             until = _day(opts["until"])
             person = _person(tenant, opts["email"])
