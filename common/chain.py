@@ -34,16 +34,17 @@ def commitment(salt: str, detail: Any) -> str:
 
 
 def link_hash(
-    *, seq: int, prev_hash: str, at: int, type: str, clarification: str | None, commitment: str
+    *, seq: int, prev_hash: str, at: int, type: str, clarification: Any, commitment: str
 ) -> str:
     """An event's hash: its place in the chain (`seq`, the predecessor's hash) and its
-    canonical content (time, type, clarification, the detail's commitment)."""
+    canonical content (time, type, clarification — its id as text, or null — the
+    detail's commitment)."""
     content = {
         "seq": seq,
         "prevHash": prev_hash,
         "at": at,
         "type": type,
-        "clarification": clarification,
+        "clarification": str(clarification) if clarification else None,
         "commitment": commitment,
     }
     return hashlib.sha256(canonical(content)).hexdigest()

@@ -611,10 +611,19 @@ def _job_moves(item: Leased) -> None:
     lease, plan = item.lease, item.plan
     for _ in plan.skips:
         job_advance(tenant=None, job_id=lease.job.pk, token=lease.token)
-    if plan.step is Step.COMPLETE:
-        result = {"skipped": f"clarification {plan.state}"}
+    if plan.step is Step.LOST:
+        log.info("lease on job %s was lost; another worker or a re-ask owns it now", lease.job.pk)
+    else:
+        _job_close(lease, plan.step, skipped=f"clarification {plan.state}")
+
+
+def _job_close(lease: Lease, step: Step, *, skipped: str) -> None:
+    """A plan that ends its job without a card: done (`COMPLETE`, the result says why it
+    was `skipped`) or dead (`FAIL`: the clarification is gone); other steps, nothing."""
+    if step is Step.COMPLETE:
+        result = {"skipped": skipped}
         job_complete(tenant=None, job_id=lease.job.pk, token=lease.token, result=result)
-    elif plan.step is Step.FAIL:
+    elif step is Step.FAIL:
         job_fail(
             tenant=None,
             job_id=lease.job.pk,
@@ -622,8 +631,6 @@ def _job_moves(item: Leased) -> None:
             retryable=False,
             reason=JobReason.CLARIFICATION_MISSING,
         )
-    elif plan.step is Step.LOST:
-        log.info("lease on job %s was lost; another worker or a re-ask owns it now", lease.job.pk)
 
 
 # --- 3. send -----------------------------------------------------------------------------
@@ -1198,17 +1205,8 @@ def _reminders_write(items: list[Reminder]) -> None:
             row.reminded_at = timezone.now()
             Delivery.objects.filter(pk=row.pk).update(reminded_at=row.reminded_at)
             job_complete(tenant=None, job_id=lease.job.pk, token=lease.token, result={})
-        elif plan.step is Step.COMPLETE:
-            result = {"skipped": plan.state}
-            job_complete(tenant=None, job_id=lease.job.pk, token=lease.token, result=result)
-        elif plan.step is Step.FAIL:
-            job_fail(
-                tenant=None,
-                job_id=lease.job.pk,
-                token=lease.token,
-                retryable=False,
-                reason=JobReason.CLARIFICATION_MISSING,
-            )
+        else:
+            _job_close(lease, plan.step, skipped=plan.state)
     if events:
         audit_events_append([e for _, e in events], request_ids=[r for r, _ in events])
 

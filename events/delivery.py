@@ -86,25 +86,13 @@ def handle_lease(lease: Lease) -> None:
             endpoint.url, data=body, headers=headers, timeout=(3.0, timeout), allow_redirects=False
         )
     except requests.RequestException as exc:
-        detail = f"{type(exc).__name__}: {exc}"[:500]
-        job_fail(
-            tenant=None,
-            job_id=job.pk,
-            token=lease.token,
-            retryable=True,
-            reason=WebhookReason.WEBHOOK_UNREACHABLE,
-            detail=detail,
-        )
-        return
-    if 200 <= response.status_code < 300:
-        result = {"status": response.status_code}
-        job_complete(tenant=None, job_id=job.pk, token=lease.token, result=result)
-        return
+        reason, detail = WebhookReason.WEBHOOK_UNREACHABLE, f"{type(exc).__name__}: {exc}"[:500]
+    else:
+        if 200 <= response.status_code < 300:
+            result = {"status": response.status_code}
+            job_complete(tenant=None, job_id=job.pk, token=lease.token, result=result)
+            return
+        reason, detail = WebhookReason.WEBHOOK_REJECTED, f"HTTP {response.status_code}"
     job_fail(
-        tenant=None,
-        job_id=job.pk,
-        token=lease.token,
-        retryable=True,
-        reason=WebhookReason.WEBHOOK_REJECTED,
-        detail=f"HTTP {response.status_code}",
+        tenant=None, job_id=job.pk, token=lease.token, retryable=True, reason=reason, detail=detail
     )
