@@ -17,32 +17,25 @@ from .models import ChainHead
 from .sql import (
     chain_head_lock,
     chain_head_move,
-    chain_heads_announced,
     linked_on_insert,
 )
 
 
 def chain_events(events: list[AuditEvent]) -> None:
-    """Prepare each event for its tenant's chain, in order: a fresh salt and the detail's
-    commitment, and the event types the tenant's endpoints subscribe to (`announce`, for
-    the outbox). Then link them — the predecessor's hash, the place and their own hash,
-    the head moved — where the database does not do it as they are inserted
-    (`linked_on_insert`: PostgreSQL's trigger, which holds the head from the insert to
-    the commit). Here, on SQLite, the head is read and moved in the appending IMMEDIATE
-    transaction."""
+    """Give each event its salt and its detail's commitment, then — where the database
+    does not link the events as they are inserted (`linked_on_insert`: PostgreSQL's
+    trigger, which holds the head from the insert to the commit) — link them in order:
+    the place, the predecessor's hash and their own, the head moved, in the appending
+    (SQLite: IMMEDIATE) transaction."""
     by_tenant: dict[Any, list[AuditEvent]] = {}
     for event in events:
         event.salt = new_salt()
         event.commitment = commitment(event.salt, event.detail)
         by_tenant.setdefault(event.tenant_id, []).append(event)
     if linked_on_insert():
-        announced = chain_heads_announced(list(by_tenant))
-        for tenant_id, of_tenant in by_tenant.items():
-            _announce(of_tenant, announced.get(tenant_id, ""))
         return
     for tenant_id in sorted(by_tenant, key=str):
-        seq, prev, announce = chain_head_lock(tenant_id)
-        _announce(by_tenant[tenant_id], announce)
+        seq, prev = chain_head_lock(tenant_id)
         for event in by_tenant[tenant_id]:
             seq += 1
             event.seq, event.prev_hash = seq, prev
@@ -51,16 +44,10 @@ def chain_events(events: list[AuditEvent]) -> None:
                 prev_hash=event.prev_hash,
                 at=event.at,
                 type=event.type,
-                clarification=str(event.clarification_id) if event.clarification_id else None,
+                clarification=event.clarification_id,
                 commitment=event.commitment,
             )
         chain_head_move(tenant_id, seq, prev)
-
-
-def _announce(events: list[AuditEvent], announce: str) -> None:
-    subscribed = frozenset(announce.split(",")) - {""}
-    for event in events:
-        event.announce = subscribed  # type: ignore[attr-defined]  # for the outbox
 
 
 _COLUMNS = (
@@ -114,13 +101,12 @@ def link_break(row: dict[str, Any], seq: int, prev: str) -> ChainBreak | None:
         return ChainBreak.PREV_HASH_MISMATCH
     if row["salt"] and commitment(row["salt"], row["detail"]) != row["commitment"]:
         return ChainBreak.DETAIL_MISMATCH
-    clarification = row["clarification_id"]
     expected = link_hash(
         seq=seq,
         prev_hash=prev,
         at=row["at"],
         type=row["type"],
-        clarification=str(clarification) if clarification else None,
+        clarification=row["clarification_id"],
         commitment=row["commitment"],
     )
     return None if expected == row["hash"] else ChainBreak.HASH_MISMATCH

@@ -29,10 +29,6 @@ class ChainHead(models.Model):
     )
     seq = models.BigIntegerField(default=0)
     hash = models.CharField(max_length=64)
-    # The event types some endpoint of the tenant subscribes to, comma-separated (kept by
-    # `events.services`): read by every append, so a tenant without
-    # subscribers costs the outbox nothing.
-    announce = models.CharField(max_length=200, blank=True, default="")
 
     def __str__(self) -> str:
         return f"{self.tenant_id} #{self.seq}"

@@ -16,7 +16,7 @@ from graph.models import NodeVersion
 from jobs import dispatch
 from jobs.services import JobSpec, jobs_enqueue
 
-from .models import WEBHOOK_EVENT_TYPES, WEBHOOK_KIND, WebhookEndpoint
+from .models import WEBHOOK_KIND, WebhookEndpoint
 
 # The states whose `state_changed` event is announced, and as what.
 _STATE_TYPES = {
@@ -109,15 +109,9 @@ def outbox_write(events: list[AuditEvent]) -> None:
     """One `events:webhook` job per announced event and subscribed endpoint. A message's
     id (`msg_<audit event id>`) is the same for every endpoint and every attempt; its
     job's subject is the endpoint and clarification — the stream whose order the
-    sender keeps. Only the types some endpoint of the tenant subscribes to (`announce`,
-    read by the chain with its head) are looked at: a tenant without subscribers costs
-    nothing more."""
-    announced = [
-        (event, t)
-        for event in events
-        if (t := webhook_type(event)) is not None
-        and t in getattr(event, "announce", WEBHOOK_EVENT_TYPES)
-    ]
+    sender keeps. A batch with nothing to announce costs nothing; one with something,
+    one query for its tenants' endpoints (none subscribed: nothing more)."""
+    announced = [(event, t) for event in events if (t := webhook_type(event)) is not None]
     if not announced:
         return
     tenants = {event.tenant_id for event, _ in announced}

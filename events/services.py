@@ -3,15 +3,11 @@
 import base64
 import secrets
 from collections.abc import Iterable
-from typing import Any
-
-from django.db import transaction
 
 from common.errors import InvalidInput
 from tenancy.models import Tenant
 
 from .models import WEBHOOK_EVENT_TYPES, WebhookEndpoint
-from .sql import chain_head_announce, chain_head_lock
 
 
 def webhook_secret_new() -> str:
@@ -33,33 +29,16 @@ def event_types_checked(types: Iterable[str]) -> list[str]:
     return [t for t in WEBHOOK_EVENT_TYPES if t in wanted]
 
 
-def announce_refresh(tenant_id: Any) -> None:
-    """Record on the tenant's chain head which event types its endpoints subscribe to
-    (the head locked, so two saves of one tenant's endpoints take turns; an append reads
-    the subscriptions before or after, never half)."""
-    chain_head_lock(tenant_id)
-    wanted = set()
-    for types in WebhookEndpoint.objects.filter(tenant_id=tenant_id).values_list(
-        "event_types", flat=True
-    ):
-        wanted |= set(types)
-    chain_head_announce(tenant_id, ",".join(t for t in WEBHOOK_EVENT_TYPES if t in wanted))
-
-
-@transaction.atomic
 def webhook_save(endpoint: WebhookEndpoint) -> WebhookEndpoint:
-    """Save an endpoint (new or changed), its tenant's subscriptions refreshed."""
+    """Save an endpoint (new or changed): the appends of transactions that begin after
+    it announce to it what it subscribes to."""
     endpoint.save()
-    announce_refresh(endpoint.tenant_id)
     return endpoint
 
 
-@transaction.atomic
 def webhook_remove(endpoint: WebhookEndpoint) -> None:
     """Remove an endpoint; its unsent messages are completed unsent when next leased."""
-    tenant_id = endpoint.tenant_id
     endpoint.delete()
-    announce_refresh(tenant_id)
 
 
 def webhook_add(

@@ -1,8 +1,8 @@
 """The chain head's literal SQL. On SQLite every appended batch of audit events runs it,
 inside the appending transaction: lock the tenant's head row, create it when the tenant
 has none, move it. On PostgreSQL the database links each event as it is inserted (the
-trigger `events_chain_link`, installed by migration events 0003); the append only reads the
-tenants' subscriptions (`chain_heads_announced`). Names from the model's
+trigger `events_chain_link`, installed by migration events 0003) and the append runs
+none of it. Names from the model's
 `_meta` (`common.sql`)."""
 
 from typing import Any
@@ -15,14 +15,13 @@ from common.sql import column, field, table
 from .models import ChainHead
 
 _LOCK_SQL = (
-    f"SELECT {column(ChainHead, 'seq')}, {column(ChainHead, 'hash')},"
-    f" {column(ChainHead, 'announce')} FROM {table(ChainHead)}"
+    f"SELECT {column(ChainHead, 'seq')}, {column(ChainHead, 'hash')} FROM {table(ChainHead)}"
     f" WHERE {column(ChainHead, 'tenant')} = %s{{lock}}"
 )
 _CREATE_SQL = (
     f"INSERT INTO {table(ChainHead)}"
-    f" ({column(ChainHead, 'tenant')}, {column(ChainHead, 'seq')}, {column(ChainHead, 'hash')}"
-    f", {column(ChainHead, 'announce')}) VALUES (%s, 0, %s, '') ON CONFLICT DO NOTHING"
+    f" ({column(ChainHead, 'tenant')}, {column(ChainHead, 'seq')}, {column(ChainHead, 'hash')})"
+    f" VALUES (%s, 0, %s) ON CONFLICT DO NOTHING"
 )
 _MOVE_SQL = (
     f"UPDATE {table(ChainHead)} SET {column(ChainHead, 'seq')} = %s,"
@@ -40,8 +39,8 @@ def _tenant_param(tenant_id: Any, connection: Any) -> Any:
     return field(ChainHead, "tenant").get_db_prep_value(tenant_id, connection)
 
 
-def chain_head_lock(tenant_id: Any) -> tuple[int, str, str]:
-    """The tenant's chain head (seq, hash, announce), its row locked until the transaction
+def chain_head_lock(tenant_id: Any) -> tuple[int, str]:
+    """The tenant's chain head (seq, hash), its row locked until the transaction
     ends (`FOR UPDATE` where the database has it; SQLite's IMMEDIATE transaction is the
     only writer already). A tenant without one gets one at the genesis (0, zeros)."""
     connection = connections[router.db_for_write(ChainHead)]
@@ -54,41 +53,10 @@ def chain_head_lock(tenant_id: Any) -> tuple[int, str, str]:
             cursor.execute(_CREATE_SQL, [tenant, GENESIS])
             cursor.execute(_LOCK_SQL.format(lock=lock), [tenant])
             row = cursor.fetchone()
-    return int(row[0]), str(row[1]), str(row[2] or "")
+    return int(row[0]), str(row[1])
 
 
 def chain_head_move(tenant_id: Any, seq: int, hash: str) -> None:
     connection = connections[router.db_for_write(ChainHead)]
     with connection.cursor() as cursor:
         cursor.execute(_MOVE_SQL, [seq, hash, _tenant_param(tenant_id, connection)])
-
-
-_ANNOUNCE_SQL = (
-    f"UPDATE {table(ChainHead)} SET {column(ChainHead, 'announce')} = %s"
-    f" WHERE {column(ChainHead, 'tenant')} = %s"
-)
-
-
-def chain_head_announce(tenant_id: Any, announce: str) -> None:
-    """Set what the tenant's endpoints subscribe to (call with the head locked)."""
-    connection = connections[router.db_for_write(ChainHead)]
-    with connection.cursor() as cursor:
-        cursor.execute(_ANNOUNCE_SQL, [announce, _tenant_param(tenant_id, connection)])
-
-
-_ANNOUNCED_SQL = (
-    f"SELECT {column(ChainHead, 'tenant')}, {column(ChainHead, 'announce')}"
-    f" FROM {table(ChainHead)} WHERE {column(ChainHead, 'tenant')} IN ({{params}})"
-)
-
-
-def chain_heads_announced(tenant_ids: list[Any]) -> dict[Any, str]:
-    """What each tenant's endpoints subscribe to (`announce`), read without a lock: an
-    endpoint saved while an append is under way hears of the events of the transactions
-    that read its subscription after it was committed. Keyed by the ids as given."""
-    connection = connections[router.db_for_write(ChainHead)]
-    params = {_tenant_param(t, connection): t for t in tenant_ids}
-    sql = _ANNOUNCED_SQL.format(params=", ".join(["%s"] * len(params)))
-    with connection.cursor() as cursor:
-        cursor.execute(sql, list(params))
-        return {params[tenant]: str(announce or "") for tenant, announce in cursor.fetchall()}

@@ -20,7 +20,6 @@ class Migration(migrations.Migration):
                 ('tenant', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, primary_key=True, related_name='chain_head', serialize=False, to='tenancy.tenant')),
                 ('seq', models.BigIntegerField(default=0)),
                 ('hash', models.CharField(max_length=64)),
-                ('announce', models.CharField(blank=True, default='', max_length=200)),
             ],
         ),
         migrations.CreateModel(

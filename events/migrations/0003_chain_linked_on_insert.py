@@ -34,8 +34,8 @@ BEGIN
     SELECT seq, hash INTO s, p FROM events_chainhead
     WHERE tenant_id = NEW.tenant_id FOR UPDATE;
     IF NOT FOUND THEN
-        INSERT INTO events_chainhead (tenant_id, seq, hash, announce)
-        VALUES (NEW.tenant_id, 0, '{GENESIS}', '') ON CONFLICT DO NOTHING;
+        INSERT INTO events_chainhead (tenant_id, seq, hash)
+        VALUES (NEW.tenant_id, 0, '{GENESIS}') ON CONFLICT DO NOTHING;
         SELECT seq, hash INTO s, p FROM events_chainhead
         WHERE tenant_id = NEW.tenant_id FOR UPDATE;
     END IF;

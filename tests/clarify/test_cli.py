@@ -10,11 +10,10 @@ every refusal writes nothing.
 import json
 from io import StringIO
 from typing import Any
-from unittest import mock
 
 import pytest
-from django.core.management import ManagementUtility, call_command
-from django.db import connection, connections
+from django.core.management import call_command
+from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from clarify.management.commands import clarify as clarify_command
@@ -41,30 +40,6 @@ def cli(*args: str) -> Any:
     call_command(*args, stdout=out)
     text = out.getvalue()
     return json.loads(text) if "--json" in args else text
-
-
-@pytest.fixture
-def run(capsys):
-    """`run(*argv)` → (exit status, stdout, stderr) of `telha <argv>` as from a shell:
-    argument parsing, CommandError → exit status and the message on stderr."""
-
-    def do(*argv: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        # run_from_argv closes every connection when it ends; the test's own must survive.
-        with mock.patch.object(connections, "close_all", lambda: None):
-            try:
-                # Not ManagementUtility.execute(): its django.setup() would reconfigure
-                # logging onto this test's captured stderr (closed after the test).
-                ManagementUtility(["telha", *argv]).fetch_command(argv[0]).run_from_argv(
-                    ["telha", *argv]
-                )
-                status = 0
-            except SystemExit as exc:
-                status = int(exc.code or 0)
-        out = capsys.readouterr()
-        return status, out.out, out.err
-
-    return do
 
 
 def _answer(clar_id: Any, responder: str, *args: str) -> list[str]:
@@ -103,17 +78,17 @@ def test_cli_answer_binds_as_the_given_person_with_their_rights(submit, clients,
     assert out["status"] == via_api.status_code
 
 
-def test_cli_answer_text_output_and_replay(submit, run):
+def test_cli_answer_text_output_and_replay(submit, telha_cli):
     s = submit(severity_hint="critical")
-    status, out, _ = run(*_answer(s.clar_id, "alice@acme.test", "--index", "1"))
+    status, out, _ = telha_cli(*_answer(s.clar_id, "alice@acme.test", "--index", "1"))
     assert (status, out) == (0, "partial_confirmation: state partially_confirmed\n")
     before = snapshot()
 
-    status, out, _ = run(*_answer(s.clar_id, "alice@acme.test", "--index", "1"))
+    status, out, _ = telha_cli(*_answer(s.clar_id, "alice@acme.test", "--index", "1"))
 
     assert (status, out) == (0, "partial_confirmation: state partially_confirmed (replayed)\n")
     assert_nothing_written(before)
-    status, out, _ = run(*_answer(s.clar_id, "alice@acme.test", "--index", "1", "--json"))
+    status, out, _ = telha_cli(*_answer(s.clar_id, "alice@acme.test", "--index", "1", "--json"))
     assert json.loads(out) == {
         "status": 202,
         "outcome": "partial_confirmation",
@@ -251,7 +226,7 @@ REFUSALS = [
 
 @pytest.mark.parametrize(("setup", "argv", "status", "message"), REFUSALS)
 def test_cli_answer_refusals_exit_status_and_write_nothing(
-    submit, clients, answer, tenant_policy, globex_person, run, setup, argv, status, message
+    submit, clients, answer, tenant_policy, globex_person, telha_cli, setup, argv, status, message
 ):
     if setup == "forbidden":
         tenant_policy(allow_steward_override=False)
@@ -263,7 +238,7 @@ def test_cli_answer_refusals_exit_status_and_write_nothing(
     clar_id = "00000000-0000-0000-0000-000000000000" if setup == "missing" else s.clar_id
     before = snapshot()
 
-    code, out, err = run("clarify", "answer", str(clar_id), *argv)
+    code, out, err = telha_cli("clarify", "answer", str(clar_id), *argv)
 
     assert code == status, (out, err)
     assert message in err
@@ -318,7 +293,7 @@ def test_cli_ls_query_count_does_not_grow_with_rows(many, submit):
     assert len(all_rows) == len(few_rows) <= 3
 
 
-def test_cli_ls_limit_and_filters(many, run):
+def test_cli_ls_limit_and_filters(many, telha_cli):
     newest = cli("clarify", "ls", "--json")
     rows = cli("clarify", "ls", "--limit", "5", "--json")
     assert rows == newest[:5]
@@ -333,10 +308,10 @@ def test_cli_ls_limit_and_filters(many, run):
     ]
     # Bad usage: exit 2, nothing printed on stdout.
     for argv in (["--limit", "0"], ["--limit", "-1"], ["--limit", "x"], ["--state", "nope"]):
-        status, out, err = run("clarify", "ls", *argv)
+        status, out, err = telha_cli("clarify", "ls", *argv)
         assert (status, out) == (2, ""), argv
         assert err
-    status, out, err = run("clarify", "ls", "--tenant", "nope")
+    status, out, err = telha_cli("clarify", "ls", "--tenant", "nope")
     assert (status, out) == (1, "")
     assert "NOT_FOUND" in err
 
@@ -362,15 +337,15 @@ def test_cli_ls_tenant_scope(submit, globex_person, ingest_client):
     assert {r["tenant"] for r in cli("clarify", "ls", "--json")} == {"acme", "globex"}
 
 
-def test_cli_answer_by_a_responder_who_may_not_read_the_source_is_not_found(submit, run):
+def test_cli_answer_by_a_responder_who_may_not_read_the_source_is_not_found(submit, telha_cli):
     # olga is in finance; the source is legal's only (issue 19 item 1: every answer path).
     s = submit(acl=("group:legal",))
     before = snapshot()
 
-    code, out, err = run("clarify", "answer", str(s.clar_id), "--responder", "olga@acme.test",
+    code, out, err = telha_cli("clarify", "answer", str(s.clar_id), "--responder", "olga@acme.test",
                          "--index", "1")  # fmt: skip
 
-    missing = run("clarify", "answer", "00000000-0000-0000-0000-000000000000", "--responder",
+    missing = telha_cli("clarify", "answer", "00000000-0000-0000-0000-000000000000", "--responder",
                   "olga@acme.test", "--index", "1")  # fmt: skip
     assert (code, out) == (1, "") and "NOT_FOUND" in err
     assert (code, out, err.replace(str(s.clar_id), "<id>")) == (

@@ -6,11 +6,8 @@ delegate: nothing written); `telha people away|back`; the steward's views."""
 
 import json
 from datetime import timedelta
-from unittest import mock
 
 import pytest
-from django.core.management import ManagementUtility
-from django.db import connections
 from django.utils import timezone
 
 from clarify.models import AuditEvent, Clarification, ResponseRecord
@@ -32,26 +29,6 @@ def away(person: Person, delegate: Person | None = None) -> None:
 
 def person_rows() -> list[dict]:
     return list(Person.objects.order_by("pk").values())
-
-
-@pytest.fixture
-def run(capsys):
-    """`run(*argv)` → (exit status, stdout, stderr) of `telha <argv>` as from a shell."""
-
-    def do(*argv: str) -> tuple[int, str, str]:
-        capsys.readouterr()
-        with mock.patch.object(connections, "close_all", lambda: None):
-            try:
-                ManagementUtility(["telha", *argv]).fetch_command(argv[0]).run_from_argv(
-                    ["telha", *argv]
-                )
-                status = 0
-            except SystemExit as exc:
-                status = int(exc.code or 0)
-        out = capsys.readouterr()
-        return status, out.out, out.err
-
-    return do
 
 
 def test_the_delegate_is_asked_on_behalf_and_answers_with_their_own_rights(
@@ -163,9 +140,9 @@ def test_the_away_filter_keeps_only_a_current_attempt_skipped_away(submit, chann
     assert waiting() == set()
 
 
-def test_people_away_and_back_on_the_command_line(run, people):
+def test_people_away_and_back_on_the_command_line(telha_cli, people):
     until = LATER.isoformat()
-    status, out, _ = run(
+    status, out, _ = telha_cli(
         "people", "away", "alice@acme.test", "--tenant", "acme", "--until", until,
         "--delegate", "bob@acme.test", "--json",
     )  # fmt: skip
@@ -177,7 +154,7 @@ def test_people_away_and_back_on_the_command_line(run, people):
     }
     [audited] = AuditEvent.objects.filter(type="away_set")
     assert audited.detail["delegate"] == str(people["bob"].pk)
-    status, out, _ = run("people", "back", "alice@acme.test", "--tenant", "acme")
+    status, out, _ = telha_cli("people", "back", "alice@acme.test", "--tenant", "acme")
     assert (status, out.strip()) == (0, "alice@acme.test is back.")
     alice = Person.objects.get(pk=people["alice"].pk)
     assert (alice.away_until, alice.away_delegate_id) == (None, None)
@@ -192,10 +169,10 @@ def test_people_away_and_back_on_the_command_line(run, people):
         (["--until", "next week"], 2, "--until must be a date"),
     ],
 )
-def test_people_away_refusals_write_nothing(run, workspace, argv, status, code):
+def test_people_away_refusals_write_nothing(telha_cli, workspace, argv, status, code):
     before, events_before = person_rows(), AuditEvent.objects.count()
     argv = [LATER.isoformat() if a == "LATER" else a for a in argv]
-    got, _, err = run("people", "away", "alice@acme.test", "--tenant", "acme", *argv)
+    got, _, err = telha_cli("people", "away", "alice@acme.test", "--tenant", "acme", *argv)
     assert got == status
     assert code in err
     assert person_rows() == before and AuditEvent.objects.count() == events_before

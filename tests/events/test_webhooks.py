@@ -11,7 +11,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from clarify.models import Clarification, State
-from events.models import WEBHOOK_EVENT_TYPES, ChainHead, WebhookDelivery, WebhookEndpoint
+from events.models import WEBHOOK_EVENT_TYPES, WebhookDelivery, WebhookEndpoint
 from events.outbox import WEBHOOK_KIND
 from graph.models import NodeVersion
 from jobs.models import Job, JobStatus
@@ -272,7 +272,9 @@ def test_webhooks_add_refusals_write_nothing(workspace, argv, code):
     assert not WebhookEndpoint.objects.exists()
 
 
-def test_a_steward_adds_and_removes_an_endpoint_in_the_admin(hooks, inbox, admin_client_steward):
+def test_a_steward_adds_and_removes_an_endpoint_in_the_admin(
+    hooks, inbox, submit, admin_client_steward
+):
     resp = admin_client_steward.post(
         "/admin/events/webhookendpoint/add/",
         {"url": hooks.url("admin"), "event_types": ["clarification.opened"]},
@@ -283,10 +285,15 @@ def test_a_steward_adds_and_removes_an_endpoint_in_the_admin(hooks, inbox, admin
     assert endpoint.tenant.slug == "acme" and endpoint.secret.startswith("whsec_")
     assert endpoint.secret in resp.content.decode()  # shown once, in the page's message
     hooks.secrets["admin"] = endpoint.secret
-    assert ChainHead.objects.get(tenant=endpoint.tenant).announce == "clarification.opened"
+    # Its subscription takes effect: the next opening is in the outbox for it.
+    submit("admin-added")
+    [job] = Job.objects.filter(kind=WEBHOOK_KIND)
+    assert job.payload["endpoint"] == endpoint.pk
+    assert job.payload["body"]["type"] == "clarification.opened"
 
     resp = admin_client_steward.post(
         f"/admin/events/webhookendpoint/{endpoint.pk}/delete/", {"post": "yes"}
     )
     assert resp.status_code == 302 and not WebhookEndpoint.objects.exists()
-    assert ChainHead.objects.get(tenant=endpoint.tenant).announce == ""
+    submit("admin-removed")  # … and ends with it: nothing more in the outbox
+    assert Job.objects.filter(kind=WEBHOOK_KIND).count() == 1

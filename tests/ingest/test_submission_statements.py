@@ -123,9 +123,10 @@ def test_an_ambiguous_fact_adds_its_clarification_event_and_job_in_a_few_stateme
     apply(workspace, one_node("warm-up", ambiguous=True))  # the tenant's chain head exists
     body, statements = apply(workspace, one_node("doc-4", ambiguous=True))
     assert body["clarifications"][0]["deduplicated"] is False
-    # dedup lookup, policy, ranking, clarification, audit event, job: six more; and the
-    # audit chain's (issue 33)
-    assert statements <= MAX_STATEMENTS + 6 + CHAIN_STATEMENTS, statements
+    # dedup lookup, policy, ranking, clarification, audit event, job: six more; and
+    # issue 33's: the webhook outbox's read of the endpoints (the event announces the
+    # opening) and the audit chain's
+    assert statements <= MAX_STATEMENTS + 6 + 1 + CHAIN_STATEMENTS, statements
 
 
 def test_an_identical_resubmission_deduplicates_and_writes_nothing(workspace, people):
