@@ -15,7 +15,8 @@ class EventsConfig(AppConfig):
 
         from .chain import chain_events
         from .delivery import handle_lease, webhook_policy
-        from .outbox import WEBHOOK_KIND, outbox_write
+        from .outbox import WEBHOOK_KIND, outbox_prepare, outbox_write
 
         audit_append_hooks_register(before=chain_events, after=outbox_write)
+        audit_append_hooks_register(before=outbox_prepare)
         register_kind(WEBHOOK_KIND, webhook_policy, handler=handle_lease)

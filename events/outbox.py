@@ -1,9 +1,11 @@
-"""The webhook outbox (issue 33, CONTRACT §3.9): the after-insert hook of
-`clarify.audit.audit_events_append` turns the audit events that announce something to
-the outside into one `events:webhook` job per subscribed endpoint, in the transaction
-that wrote them — a rolled-back change sends nothing — and wakes the sender once it
-commits. Each job's payload is the message as it will be sent (its id, type, timestamp
-and data), so a retry or a re-send sends the same message."""
+"""The webhook outbox (issue 33, CONTRACT §3.9): the hooks of
+`clarify.audit.audit_events_append` turn the audit events that announce something to
+the outside into one `events:webhook` job per subscribed endpoint — the endpoints and
+the bodies read before the insert (`outbox_prepare`), the jobs written after it
+(`outbox_write`) — in the transaction that wrote them (a rolled-back change sends
+nothing), and wakes the sender once it commits. Each job's payload is the message as
+it will be sent (its id, type, timestamp and data), so a retry or a re-send sends the
+same message."""
 
 from typing import Any
 
@@ -105,35 +107,42 @@ def message(event: AuditEvent, type: str, with_text: bool) -> dict[str, Any]:
     return {"type": type, "timestamp": timestamp(event.at), "data": build(event, with_text)}
 
 
-def outbox_write(events: list[AuditEvent]) -> None:
-    """One `events:webhook` job per announced event and subscribed endpoint. A message's
-    id (`msg_<audit event id>`) is the same for every endpoint and every attempt; its
-    job's subject is the endpoint and clarification — the stream whose order the
-    sender keeps. A batch with nothing to announce costs nothing; one with something,
-    one query for its tenants' endpoints (none subscribed: nothing more)."""
+def outbox_prepare(events: list[AuditEvent]) -> None:
+    """Before the events' insert — outside the chain head's lock, which the insert takes —
+    what each event announces to whom: its tenant's endpoints subscribed to its type and
+    the message body for each (built once per event, with or without the passage). A
+    batch with nothing to announce costs nothing; one with something, one query for its
+    tenants' endpoints."""
     announced = [(event, t) for event in events if (t := webhook_type(event)) is not None]
     if not announced:
         return
     tenants = {event.tenant_id for event, _ in announced}
     endpoints = list(WebhookEndpoint.objects.filter(tenant_id__in=tenants).order_by("id"))
-    if not endpoints:
-        return
-    specs: dict[Any, list[JobSpec]] = {}
     for event, type in announced:
-        bodies: dict[bool, dict[str, Any]] = {}  # built once per event, with or without text
+        bodies: dict[bool, dict[str, Any]] = {}
+        sends = []
         for endpoint in endpoints:
             if endpoint.tenant_id != event.tenant_id or type not in endpoint.event_types:
                 continue
-            with_text = endpoint.with_text
-            if with_text not in bodies:
-                bodies[with_text] = message(event, type, with_text)
-            payload = {
-                "v": 1,
-                "endpoint": endpoint.pk,
-                "id": f"msg_{event.pk}",
-                "body": bodies[with_text],
-            }
-            stream = f"{endpoint.pk}:{event.clarification_id}"
+            if endpoint.with_text not in bodies:
+                bodies[endpoint.with_text] = message(event, type, endpoint.with_text)
+            sends.append((endpoint.pk, bodies[endpoint.with_text]))
+        setattr(event, _SENDS, sends)
+
+
+_SENDS = "_webhook_sends"  # set on an event by outbox_prepare, read by outbox_write
+
+
+def outbox_write(events: list[AuditEvent]) -> None:
+    """After the insert: one `events:webhook` job per announced event and subscribed
+    endpoint (`outbox_prepare`). A message's id (`msg_<audit event id>`) is the same for
+    every endpoint and every attempt; its job's subject is the endpoint and
+    clarification — the stream whose order the sender keeps."""
+    specs: dict[Any, list[JobSpec]] = {}
+    for event in events:
+        for endpoint_pk, body in getattr(event, _SENDS, ()):
+            payload = {"v": 1, "endpoint": endpoint_pk, "id": f"msg_{event.pk}", "body": body}
+            stream = f"{endpoint_pk}:{event.clarification_id}"
             spec = JobSpec(WEBHOOK_KIND, payload, subject=stream)
             specs.setdefault(event.tenant, []).append(spec)
     for tenant, of_tenant in specs.items():
